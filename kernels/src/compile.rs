@@ -1,0 +1,395 @@
+//! NVRTC compilation of the embedded modules, once per process and module, with an on-disk
+//! cache of the compiled images.
+//!
+//! The cache lives in `$KERNELS_CACHE_DIR` if set, else `$XDG_CACHE_HOME/gpu-crypto-kernels`,
+//! else `$HOME/.cache/gpu-crypto-kernels`. `KERNELS_CACHE=off` disables it. Entries are keyed by
+//! a SHA-256 of the module and header sources, the NVRTC version, the architecture and the
+//! compiler options, so a changed kernel, compiler or GPU never reuses a stale image.
+
+use std::collections::HashMap;
+use std::ffi::{CStr, CString, c_char, c_int};
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cudarc::nvrtc::sys as nvrtc;
+use sha2::{Digest, Sha256};
+
+use crate::error::{GpuError, Result};
+use crate::source::{HEADERS, Module};
+
+/// Options passed to NVRTC besides the architecture.
+const OPTIONS: &[&str] = &["--std=c++17"];
+
+/// A CUDA compute capability, such as 9.0 for the H100.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ComputeCapability {
+    /// Major version (9 on Hopper).
+    pub major: u32,
+    /// Minor version.
+    pub minor: u32,
+}
+
+impl ComputeCapability {
+    /// Builds a compute capability from its two numbers.
+    pub const fn new(major: u32, minor: u32) -> Self {
+        Self { major, minor }
+    }
+
+    /// The number NVRTC uses for it (90 for 9.0).
+    pub const fn number(self) -> u32 {
+        self.major * 10 + self.minor
+    }
+}
+
+impl fmt::Display for ComputeCapability {
+    /// Formats as the real architecture name NVRTC takes, `sm_90`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "sm_{}{}", self.major, self.minor)
+    }
+}
+
+/// Whether the NVRTC library can be loaded (without panicking, as cudarc would on first use).
+pub fn compiler_present() -> bool {
+    static PRESENT: OnceLock<bool> = OnceLock::new();
+    // SAFETY: only tries to dlopen the library names cudarc would use; no symbol is called.
+    *PRESENT.get_or_init(|| unsafe { nvrtc::is_culib_present() })
+}
+
+fn require_compiler() -> Result<()> {
+    if compiler_present() {
+        Ok(())
+    } else {
+        Err(GpuError::NoCompiler)
+    }
+}
+
+fn nvrtc_call(module: &str, call: &str, result: nvrtc::nvrtcResult) -> Result<()> {
+    if result == nvrtc::nvrtcResult::NVRTC_SUCCESS {
+        Ok(())
+    } else {
+        Err(GpuError::Compile {
+            module: module.to_owned(),
+            log: format!("{call} failed: {result:?}"),
+        })
+    }
+}
+
+/// The NVRTC version as `(major, minor)`.
+pub fn compiler_version() -> Result<(u32, u32)> {
+    require_compiler()?;
+    let (mut major, mut minor): (c_int, c_int) = (0, 0);
+    // SAFETY: NVRTC writes two ints through valid pointers.
+    let result = unsafe { nvrtc::nvrtcVersion(&mut major, &mut minor) };
+    nvrtc_call("-", "nvrtcVersion", result)?;
+    Ok((major.unsigned_abs(), minor.unsigned_abs()))
+}
+
+/// The real architectures this NVRTC can emit machine code for, ascending (`[75, 80, ..., 90]`).
+pub fn supported_architectures() -> Result<Vec<u32>> {
+    require_compiler()?;
+    let mut count: c_int = 0;
+    // SAFETY: NVRTC writes one int through a valid pointer.
+    let result = unsafe { nvrtc::nvrtcGetNumSupportedArchs(&mut count) };
+    nvrtc_call("-", "nvrtcGetNumSupportedArchs", result)?;
+    let mut archs: Vec<c_int> = vec![0; count.max(0).unsigned_abs() as usize];
+    // SAFETY: the buffer holds exactly the number of entries NVRTC reported.
+    let result = unsafe { nvrtc::nvrtcGetSupportedArchs(archs.as_mut_ptr()) };
+    nvrtc_call("-", "nvrtcGetSupportedArchs", result)?;
+    let mut archs: Vec<u32> = archs.into_iter().map(c_int::unsigned_abs).collect();
+    archs.sort_unstable();
+    Ok(archs)
+}
+
+/// What NVRTC is asked to produce for a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Target {
+    /// Machine code for exactly this architecture (`sm_XY`): no JIT at load time.
+    Cubin(u32),
+    /// PTX for the newest architecture NVRTC knows below the device's, JIT-compiled by the
+    /// driver: used only when the GPU is newer than the compiler.
+    Ptx(u32),
+}
+
+impl Target {
+    fn for_device(cc: ComputeCapability, module: &str) -> Result<Self> {
+        let wanted = cc.number();
+        let supported = supported_architectures()?;
+        if supported.contains(&wanted) {
+            return Ok(Target::Cubin(wanted));
+        }
+        match supported.iter().rev().find(|&&a| a <= wanted) {
+            Some(&older) => Ok(Target::Ptx(older)),
+            None => Err(GpuError::Compile {
+                module: module.to_owned(),
+                log: format!(
+                    "this NVRTC cannot compile for {cc} (it supports {supported:?}); \
+                     install an NVRTC that knows this GPU"
+                ),
+            }),
+        }
+    }
+
+    fn option(self) -> String {
+        match self {
+            Target::Cubin(a) => format!("--gpu-architecture=sm_{a}"),
+            Target::Ptx(a) => format!("--gpu-architecture=compute_{a}"),
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Cubin(a) => write!(f, "sm_{a}"),
+            Target::Ptx(a) => write!(f, "compute_{a}"),
+        }
+    }
+}
+
+/// An NVRTC program, destroyed on drop.
+struct Program {
+    handle: nvrtc::nvrtcProgram,
+    module: &'static str,
+}
+
+impl Program {
+    fn create(module: &Module) -> Result<Self> {
+        let cstring = |text: &str| {
+            CString::new(text).map_err(|_| GpuError::Compile {
+                module: module.name.to_owned(),
+                log: "source contains a NUL byte".to_owned(),
+            })
+        };
+        let source = cstring(module.source)?;
+        let name = cstring(&format!("{}.cu", module.name))?;
+        let header_texts = HEADERS
+            .iter()
+            .map(|(_, text)| cstring(text))
+            .collect::<Result<Vec<_>>>()?;
+        let header_names = HEADERS
+            .iter()
+            .map(|(name, _)| cstring(name))
+            .collect::<Result<Vec<_>>>()?;
+        let text_ptrs: Vec<*const c_char> = header_texts.iter().map(|s| s.as_ptr()).collect();
+        let name_ptrs: Vec<*const c_char> = header_names.iter().map(|s| s.as_ptr()).collect();
+        let mut handle: nvrtc::nvrtcProgram = std::ptr::null_mut();
+        let header_count = c_int::try_from(HEADERS.len()).unwrap_or(c_int::MAX);
+        // SAFETY: every pointer refers to a NUL-terminated string alive for this call; NVRTC
+        // copies the sources and headers into the program it creates.
+        let result = unsafe {
+            nvrtc::nvrtcCreateProgram(
+                &mut handle,
+                source.as_ptr(),
+                name.as_ptr(),
+                header_count,
+                text_ptrs.as_ptr(),
+                name_ptrs.as_ptr(),
+            )
+        };
+        nvrtc_call(module.name, "nvrtcCreateProgram", result)?;
+        Ok(Self {
+            handle,
+            module: module.name,
+        })
+    }
+
+    fn compile(&self, options: &[String]) -> Result<()> {
+        let options: Vec<CString> = options
+            .iter()
+            .filter_map(|o| CString::new(o.as_str()).ok())
+            .collect();
+        let option_ptrs: Vec<*const c_char> = options.iter().map(|o| o.as_ptr()).collect();
+        let count = c_int::try_from(option_ptrs.len()).unwrap_or(c_int::MAX);
+        // SAFETY: the program is live and the options are NUL-terminated strings alive here.
+        let result =
+            unsafe { nvrtc::nvrtcCompileProgram(self.handle, count, option_ptrs.as_ptr()) };
+        if result == nvrtc::nvrtcResult::NVRTC_SUCCESS {
+            return Ok(());
+        }
+        Err(GpuError::Compile {
+            module: self.module.to_owned(),
+            log: self.log().unwrap_or_else(|| format!("{result:?}")),
+        })
+    }
+
+    fn log(&self) -> Option<String> {
+        let mut size = 0usize;
+        // SAFETY: the program is live; NVRTC writes the log size.
+        let result = unsafe { nvrtc::nvrtcGetProgramLogSize(self.handle, &mut size) };
+        if result != nvrtc::nvrtcResult::NVRTC_SUCCESS {
+            return None;
+        }
+        let mut log = vec![0u8; size.max(1)];
+        // SAFETY: the buffer is as large as NVRTC said the log is, NUL included.
+        let result = unsafe { nvrtc::nvrtcGetProgramLog(self.handle, log.as_mut_ptr().cast()) };
+        if result != nvrtc::nvrtcResult::NVRTC_SUCCESS {
+            return None;
+        }
+        let text = CStr::from_bytes_until_nul(&log).ok()?;
+        Some(text.to_string_lossy().into_owned())
+    }
+
+    /// The compiled image: a cubin, or NUL-terminated PTX text.
+    fn image(&self, target: Target) -> Result<Vec<u8>> {
+        let mut size = 0usize;
+        let (size_call, size_result) = match target {
+            // SAFETY: the program is live and compiled; NVRTC writes the size.
+            Target::Cubin(_) => ("nvrtcGetCUBINSize", unsafe {
+                nvrtc::nvrtcGetCUBINSize(self.handle, &mut size)
+            }),
+            // SAFETY: as above.
+            Target::Ptx(_) => ("nvrtcGetPTXSize", unsafe {
+                nvrtc::nvrtcGetPTXSize(self.handle, &mut size)
+            }),
+        };
+        nvrtc_call(self.module, size_call, size_result)?;
+        let mut image = vec![0u8; size];
+        let ptr = image.as_mut_ptr().cast::<c_char>();
+        let (call, result) = match target {
+            // SAFETY: the buffer holds the size NVRTC reported.
+            Target::Cubin(_) => ("nvrtcGetCUBIN", unsafe {
+                nvrtc::nvrtcGetCUBIN(self.handle, ptr)
+            }),
+            // SAFETY: as above.
+            Target::Ptx(_) => ("nvrtcGetPTX", unsafe {
+                nvrtc::nvrtcGetPTX(self.handle, ptr)
+            }),
+        };
+        nvrtc_call(self.module, call, result)?;
+        Ok(image)
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from nvrtcCreateProgram and is destroyed once. A failure here
+        // would only leak the program.
+        let _ = unsafe { nvrtc::nvrtcDestroyProgram(&mut self.handle) };
+    }
+}
+
+fn compile_for(module: &Module, target: Target) -> Result<Vec<u8>> {
+    let program = Program::create(module)?;
+    let mut options: Vec<String> = OPTIONS.iter().map(|o| (*o).to_owned()).collect();
+    options.push(target.option());
+    program.compile(&options)?;
+    program.image(target)
+}
+
+/// Compiles `module` to machine code for `cc` with no cache: what the NVRTC compile test and
+/// users checking a new kernel call. Needs NVRTC but no GPU.
+pub fn compile_module(module: &Module, cc: ComputeCapability) -> Result<Vec<u8>> {
+    require_compiler()?;
+    let target = Target::for_device(cc, module.name)?;
+    compile_for(module, target)
+}
+
+/// Where compiled images are cached, or `None` when caching is off.
+pub fn cache_dir() -> Option<PathBuf> {
+    let off = std::env::var("KERNELS_CACHE")
+        .map(|v| {
+            matches!(
+                v.to_ascii_lowercase().as_str(),
+                "off" | "0" | "false" | "no"
+            )
+        })
+        .unwrap_or(false);
+    if off {
+        return None;
+    }
+    let non_empty = |var: &str| {
+        std::env::var_os(var)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(dir) = non_empty("KERNELS_CACHE_DIR") {
+        return Some(dir);
+    }
+    let base =
+        non_empty("XDG_CACHE_HOME").or_else(|| non_empty("HOME").map(|h| h.join(".cache")))?;
+    Some(base.join("gpu-crypto-kernels"))
+}
+
+fn cache_key(module: &Module, target: Target) -> Result<String> {
+    let (major, minor) = compiler_version()?;
+    let mut hash = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        hash.update((bytes.len() as u64).to_le_bytes());
+        hash.update(bytes);
+    };
+    field(module.name.as_bytes());
+    field(module.source.as_bytes());
+    for (name, text) in HEADERS {
+        field(name.as_bytes());
+        field(text.as_bytes());
+    }
+    field(format!("nvrtc {major}.{minor} {target} {OPTIONS:?}").as_bytes());
+    let digest = hash.finalize();
+    let hex: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!("{}-{target}-{hex}", module.name))
+}
+
+fn read_cached(path: &PathBuf, target: Target) -> Option<Vec<u8>> {
+    let bytes = std::fs::read(path).ok()?;
+    let plausible = match target {
+        Target::Cubin(_) => bytes.starts_with(b"\x7fELF"),
+        Target::Ptx(_) => bytes.last() == Some(&0),
+    };
+    plausible.then_some(bytes)
+}
+
+/// Writes through a temporary file and a rename, so readers never see half an image. A cache
+/// that cannot be written is only a slower next run, so failures are ignored.
+fn write_cached(path: &PathBuf, image: &[u8]) {
+    let Some(dir) = path.parent() else { return };
+    if std::fs::create_dir_all(dir).is_err() {
+        return;
+    }
+    let temp = path.with_extension(format!("tmp{}", std::process::id()));
+    if std::fs::write(&temp, image).is_ok() && std::fs::rename(&temp, path).is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+}
+
+type ImageKey = (&'static str, ComputeCapability);
+
+/// The compiled image of `module` for `cc`: from this process's table, else the disk cache,
+/// else NVRTC (and then both caches). `fresh` skips the disk cache (after a cached image
+/// failed to load).
+pub(crate) fn image(module: &Module, cc: ComputeCapability, fresh: bool) -> Result<Arc<Vec<u8>>> {
+    static IMAGES: OnceLock<Mutex<HashMap<ImageKey, Arc<Vec<u8>>>>> = OnceLock::new();
+    require_compiler()?;
+    let key = (module.name, cc);
+    // Held across compilation so that threads asking for the same module compile it once.
+    let mut images = IMAGES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if !fresh {
+        if let Some(image) = images.get(&key) {
+            return Ok(Arc::clone(image));
+        }
+    }
+    let target = Target::for_device(cc, module.name)?;
+    let path = cache_dir()
+        .map(|dir| cache_key(module, target).map(|name| dir.join(format!("{name}.bin"))))
+        .transpose()?;
+    let cached = path
+        .as_ref()
+        .filter(|_| !fresh)
+        .and_then(|p| read_cached(p, target));
+    let image = match cached {
+        Some(image) => image,
+        None => {
+            let image = compile_for(module, target)?;
+            if let Some(path) = &path {
+                write_cached(path, &image);
+            }
+            image
+        }
+    };
+    let image = Arc::new(image);
+    images.insert(key, Arc::clone(&image));
+    Ok(image)
+}

@@ -1,0 +1,220 @@
+//! The `Gpu` handle: one device, its context and stream, its loaded modules.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags, CUresult};
+use cudarc::driver::{CudaContext, CudaModule, CudaStream, DeviceRepr, ValidAsZeroBits, result};
+use cudarc::nvrtc::Ptx;
+
+use crate::buffer::DeviceBuffer;
+use crate::compile::{self, ComputeCapability};
+use crate::error::{GpuError, Result};
+use crate::launch::{Grid, Kernel, Launch};
+use crate::source::Module;
+
+/// Whether the CUDA driver library can be loaded (without panicking, as cudarc would).
+pub fn driver_present() -> bool {
+    static PRESENT: OnceLock<bool> = OnceLock::new();
+    // SAFETY: only tries to dlopen the library names cudarc would use; no symbol is called.
+    *PRESENT.get_or_init(|| unsafe { cudarc::driver::sys::is_culib_present() })
+}
+
+/// Initialises the driver; `Ok(false)` when it is there but sees no device.
+fn init_driver() -> Result<bool> {
+    if !driver_present() {
+        return Err(GpuError::NoDriver);
+    }
+    match result::init() {
+        Ok(()) => Ok(true),
+        Err(e) if e.0 == CUresult::CUDA_ERROR_NO_DEVICE => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The number of CUDA devices visible to this process (honours `CUDA_VISIBLE_DEVICES`).
+pub fn device_count() -> Result<usize> {
+    if !init_driver()? {
+        return Ok(0);
+    }
+    let count = result::device::get_count()?;
+    Ok(usize::try_from(count).unwrap_or(0))
+}
+
+/// What a device is: read once when the handle is made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// The device's ordinal among the visible devices.
+    pub ordinal: usize,
+    /// The marketing name, such as `NVIDIA H100 80GB HBM3`.
+    pub name: String,
+    /// The compute capability (9.0 on Hopper); kernels are compiled for exactly this.
+    pub compute_capability: ComputeCapability,
+    /// Number of streaming multiprocessors.
+    pub sm_count: u32,
+    /// Total device memory in bytes.
+    pub total_memory: usize,
+}
+
+/// A handle on one CUDA device: its primary context, one stream on which all work of this
+/// handle is ordered, and the kernel modules loaded into it.
+///
+/// Share it as `Arc<Gpu>`; it is `Send + Sync`.
+///
+/// ```no_run
+/// # fn main() -> Result<(), kernels::GpuError> {
+/// let gpu = kernels::Gpu::new(0)?;
+/// println!("{} (sm_{}) with {} SMs", gpu.info().name,
+///          gpu.info().compute_capability.number(), gpu.info().sm_count);
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct Gpu {
+    context: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    info: DeviceInfo,
+    modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
+}
+
+impl Gpu {
+    /// Opens device `ordinal`. Errors: `NoDriver` without libcuda, `NoDevice` when the ordinal
+    /// is not visible, `Driver` for any other failure.
+    pub fn new(ordinal: usize) -> Result<Arc<Self>> {
+        let available = device_count()?;
+        if ordinal >= available {
+            return Err(GpuError::NoDevice {
+                requested: ordinal,
+                available,
+            });
+        }
+        let context = CudaContext::new(ordinal)?;
+        let (major, minor) = context.compute_capability()?;
+        let sm_count =
+            context.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+        let info = DeviceInfo {
+            ordinal,
+            name: context.name()?,
+            compute_capability: ComputeCapability::new(major.unsigned_abs(), minor.unsigned_abs()),
+            sm_count: sm_count.unsigned_abs(),
+            total_memory: context.total_mem()?,
+        };
+        let stream = context.default_stream();
+        Ok(Arc::new(Self {
+            context,
+            stream,
+            info,
+            modules: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    /// Opens the first visible device: the usual choice on a one-GPU machine.
+    pub fn first() -> Result<Arc<Self>> {
+        Self::new(0)
+    }
+
+    /// Opens every visible device.
+    pub fn all() -> Result<Vec<Arc<Self>>> {
+        (0..device_count()?).map(Self::new).collect()
+    }
+
+    /// What this device is.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// Free device memory in bytes, now.
+    pub fn free_memory(&self) -> Result<usize> {
+        Ok(self.context.mem_get_info()?.0)
+    }
+
+    /// Waits until all work queued on this handle's stream has finished, and reports any
+    /// error a kernel raised meanwhile.
+    pub fn synchronize(&self) -> Result<()> {
+        Ok(self.stream.synchronize()?)
+    }
+
+    /// The kernel `name` of `module`, compiling the module on first use (see the crate docs
+    /// for the compile and cache rules).
+    pub fn kernel(&self, module: &Module, name: &str) -> Result<Kernel> {
+        let loaded = self.module(module)?;
+        let function = loaded.load_function(name).map_err(|e| {
+            let err = GpuError::from(e);
+            match err {
+                GpuError::Driver(d) => GpuError::Compile {
+                    module: module.name.to_owned(),
+                    log: format!("kernel `{name}` not found in the module ({d})"),
+                },
+                other => other,
+            }
+        })?;
+        Ok(Kernel::new(name, function))
+    }
+
+    fn module(&self, module: &Module) -> Result<Arc<CudaModule>> {
+        let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(loaded) = modules.get(module.name) {
+            return Ok(Arc::clone(loaded));
+        }
+        let cc = self.info.compute_capability;
+        let image = compile::image(module, cc, false)?;
+        let loaded = match self.context.load_module(Ptx::from_binary(image.to_vec())) {
+            Ok(loaded) => loaded,
+            // A cached image the driver rejects (corrupt, or from another driver): rebuild it.
+            Err(_) => {
+                let image = compile::image(module, cc, true)?;
+                self.context.load_module(Ptx::from_binary(image.to_vec()))?
+            }
+        };
+        modules.insert(module.name, Arc::clone(&loaded));
+        Ok(loaded)
+    }
+
+    /// A zero-filled device buffer of `len` elements. Checks free memory first and returns
+    /// `OutOfMemory` instead of failing inside the driver.
+    pub fn alloc_zeroed<T: DeviceRepr + ValidAsZeroBits>(
+        &self,
+        len: usize,
+    ) -> Result<DeviceBuffer<T>> {
+        let requested = len.saturating_mul(size_of::<T>());
+        let free = self.free_memory()?;
+        if requested > free {
+            return Err(GpuError::OutOfMemory { requested, free });
+        }
+        match self.stream.alloc_zeros::<T>(len) {
+            Ok(slice) => Ok(DeviceBuffer::new(slice)),
+            Err(e) if e.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY => Err(GpuError::OutOfMemory {
+                requested,
+                free: self.free_memory()?,
+            }),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// A device buffer holding a copy of `data`.
+    pub fn upload<T: DeviceRepr + ValidAsZeroBits>(&self, data: &[T]) -> Result<DeviceBuffer<T>> {
+        let mut buffer = self.alloc_zeroed(data.len())?;
+        buffer.copy_from_host(data)?;
+        Ok(buffer)
+    }
+
+    /// Starts a launch of `kernel` on this handle's stream; add arguments, then `run` it.
+    pub fn launch<'a>(&'a self, kernel: &'a Kernel, grid: Grid) -> Launch<'a> {
+        Launch::new(&self.stream, kernel, grid)
+    }
+
+    /// Runs `work` (which queues device work on this handle) between two CUDA events and
+    /// returns its result with the device time between them. Warm up before timing.
+    pub fn time<T>(&self, work: impl FnOnce() -> Result<T>) -> Result<(T, Duration)> {
+        let start = self
+            .stream
+            .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+        let value = work()?;
+        let end = self
+            .stream
+            .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+        end.synchronize()?;
+        let millis = start.elapsed_ms(&end)?;
+        Ok((value, Duration::from_secs_f64(f64::from(millis) / 1e3)))
+    }
+}

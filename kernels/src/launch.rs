@@ -1,0 +1,129 @@
+//! Kernel handles, launch shapes and the launch builder.
+
+use std::sync::Arc;
+
+use cudarc::driver::{
+    CudaFunction, CudaStream, DeviceRepr, LaunchArgs, LaunchConfig, PushKernelArg,
+};
+
+use crate::buffer::DeviceBuffer;
+use crate::error::Result;
+
+/// A kernel function loaded on one device, from [`crate::Gpu::kernel`].
+#[derive(Debug, Clone)]
+pub struct Kernel {
+    name: String,
+    function: CudaFunction,
+}
+
+impl Kernel {
+    pub(crate) fn new(name: &str, function: CudaFunction) -> Self {
+        Self {
+            name: name.to_owned(),
+            function,
+        }
+    }
+
+    /// The kernel's `extern "C"` name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Registers per thread, as compiled (for tuning and reports).
+    pub fn registers(&self) -> Result<u32> {
+        Ok(self.function.num_regs()?.unsigned_abs())
+    }
+}
+
+/// A one-dimensional launch shape: `blocks` blocks of `threads` threads, plus dynamic shared
+/// memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grid {
+    /// Number of thread blocks.
+    pub blocks: u32,
+    /// Threads per block.
+    pub threads: u32,
+    /// Dynamic shared memory per block, in bytes.
+    pub shared_bytes: u32,
+}
+
+impl Grid {
+    /// Enough blocks of `threads` threads for one thread per item (at least one block; capped
+    /// at the largest grid CUDA allows, for kernels that loop over the rest).
+    pub fn cover(items: u64, threads: u32) -> Self {
+        let blocks = items
+            .div_ceil(u64::from(threads.max(1)))
+            .clamp(1, (1u64 << 31) - 1);
+        Self {
+            blocks: u32::try_from(blocks).unwrap_or(u32::MAX >> 1),
+            threads,
+            shared_bytes: 0,
+        }
+    }
+
+    /// `blocks_per_sm` blocks of `threads` threads on each of `sm_count` multiprocessors: the
+    /// shape of a grid-stride kernel that should fill the device once.
+    pub fn per_sm(sm_count: u32, blocks_per_sm: u32, threads: u32) -> Self {
+        Self {
+            blocks: sm_count.max(1).saturating_mul(blocks_per_sm.max(1)),
+            threads,
+            shared_bytes: 0,
+        }
+    }
+
+    fn config(self) -> LaunchConfig {
+        LaunchConfig {
+            grid_dim: (self.blocks, 1, 1),
+            block_dim: (self.threads, 1, 1),
+            shared_mem_bytes: self.shared_bytes,
+        }
+    }
+}
+
+/// A kernel launch being assembled: arguments in the order of the kernel's parameters, then
+/// [`Launch::run`].
+#[derive(Debug)]
+pub struct Launch<'a> {
+    args: LaunchArgs<'a>,
+    grid: Grid,
+}
+
+impl<'a> Launch<'a> {
+    pub(crate) fn new(stream: &'a Arc<CudaStream>, kernel: &'a Kernel, grid: Grid) -> Self {
+        Self {
+            args: stream.launch_builder(&kernel.function),
+            grid,
+        }
+    }
+
+    /// Passes a plain value (a scalar or a `#[repr(C)]` struct implementing [`DeviceRepr`]).
+    pub fn value<T: DeviceRepr>(mut self, value: &'a T) -> Self {
+        self.args.arg(value);
+        self
+    }
+
+    /// Passes a device buffer the kernel only reads (as `const T*`).
+    pub fn buffer<T>(mut self, buffer: &'a DeviceBuffer<T>) -> Self {
+        self.args.arg(&buffer.slice);
+        self
+    }
+
+    /// Passes a device buffer the kernel writes (as `T*`).
+    pub fn buffer_mut<T>(mut self, buffer: &'a mut DeviceBuffer<T>) -> Self {
+        self.args.arg(&mut buffer.slice);
+        self
+    }
+
+    /// Queues the kernel on the stream. Errors in the kernel itself surface at the next
+    /// synchronizing call ([`crate::Gpu::synchronize`], a copy to the host).
+    ///
+    /// # Safety
+    /// The arguments must match the kernel's parameters in number, order and layout, and the
+    /// kernel must stay within the buffers it was given for this grid.
+    pub unsafe fn run(mut self) -> Result<()> {
+        // SAFETY: the caller guarantees the argument list matches the kernel (this function's
+        // contract); every argument borrows its value for 'a, past the launch call.
+        unsafe { self.args.launch(self.grid.config()) }?;
+        Ok(())
+    }
+}

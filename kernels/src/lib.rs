@@ -1,0 +1,78 @@
+//! The CUDA C++ kernels of the workspace and the GPU runtime the algorithm crates share.
+//!
+//! This is the one crate that talks to CUDA. It provides:
+//!
+//! - [`source`]: the kernel sources (`kernels/cuda/*.cu`) and shared headers (`*.cuh`),
+//!   embedded with `include_str!`. Headers reach NVRTC in memory, so nothing is read from
+//!   the file system at run time and binaries can be copied to another machine.
+//! - [`Gpu`]: a device handle (ordinal, name, compute capability, SM count, memory, one
+//!   stream), [`device_count`], kernel loading, [`Gpu::launch`], CUDA-event timing with
+//!   [`Gpu::time`], and typed [`DeviceBuffer`]s.
+//! - NVRTC compilation for the device's own `sm_XY`, once per process and module, with an
+//!   on-disk cache (see [`cache_dir`]): `KERNELS_CACHE_DIR` moves it, `KERNELS_CACHE=off`
+//!   disables it. [`compile_module`] compiles for any architecture without a GPU.
+//! - One error type, [`GpuError`]. Nothing panics when CUDA is absent: the driver and NVRTC
+//!   libraries are probed before first use and reported as `NoDriver` / `NoCompiler`.
+//!
+//! # Which CUDA
+//!
+//! Host code uses [cudarc](https://docs.rs/cudarc) with `dynamic-loading`: `libcuda` and
+//! `libnvrtc` are opened at run time, so every crate builds, and its CPU code runs, on a
+//! machine with no CUDA at all. The bindings are cudarc's `cuda-12080` set, chosen because
+//! (a) every driver call used here exists unchanged in CUDA 12.x and 13.x drivers, and (b)
+//! cudarc's library search for that set tries `libnvrtc.so` first and then
+//! `libnvrtc.so.12`: it finds an installed toolkit's unversioned library (CUDA 13.0 on our
+//! H100/H200 machines) and the `libnvrtc.so.12` of the `nvidia-cuda-nvrtc-cu12` Python
+//! package, which is how CI and users without a toolkit get NVRTC. Kernels are compiled to
+//! machine code (cubin) for the device's exact architecture, so no PTX goes through the
+//! driver's JIT and a 12.x NVRTC serves a 13.x driver. A GPU newer than the NVRTC falls back
+//! to PTX for the newest architecture the compiler knows, which the driver JIT-compiles.
+//!
+//! # Feature `cuda`
+//!
+//! On by default. Without it only [`source`] and the error types remain, so algorithm crates
+//! built with `--no-default-features` carry no CUDA code at all.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use kernels::{Grid, Gpu, source};
+//!
+//! # fn main() -> Result<(), kernels::GpuError> {
+//! let gpu = Gpu::first()?;
+//! let kernel = gpu.kernel(&source::CHACHA, "chacha8_digest")?;
+//! println!("{} uses {} registers on {}", kernel.name(), kernel.registers()?, gpu.info().name);
+//! let grid = Grid::per_sm(gpu.info().sm_count, 4, 256);
+//! # let _ = grid;
+//! # Ok(()) }
+//! ```
+
+#![cfg_attr(not(feature = "cuda"), forbid(unsafe_code))]
+
+mod error;
+pub mod source;
+
+#[cfg(feature = "cuda")]
+mod buffer;
+#[cfg(feature = "cuda")]
+mod compile;
+#[cfg(feature = "cuda")]
+mod gpu;
+#[cfg(feature = "cuda")]
+mod launch;
+
+pub use error::{DriverError, GpuError, Result};
+
+#[cfg(feature = "cuda")]
+pub use buffer::DeviceBuffer;
+#[cfg(feature = "cuda")]
+pub use compile::{
+    ComputeCapability, cache_dir, compile_module, compiler_present, compiler_version,
+    supported_architectures,
+};
+#[cfg(feature = "cuda")]
+pub use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
+#[cfg(feature = "cuda")]
+pub use gpu::{DeviceInfo, Gpu, device_count, driver_present};
+#[cfg(feature = "cuda")]
+pub use launch::{Grid, Kernel, Launch};

@@ -1,0 +1,88 @@
+//! The runtime on a real GPU. Ignored by default: run with `--include-ignored` on a CUDA
+//! machine, where they fail (never skip) if no GPU is usable.
+#![cfg(feature = "cuda")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use kernels::{Gpu, GpuError, Grid, source};
+
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn device_properties_are_read() {
+    let count = kernels::device_count().unwrap();
+    assert!(count >= 1, "no CUDA device visible");
+    let gpu = Gpu::first().unwrap();
+    let info = gpu.info();
+    println!("{info:?}, free {} bytes", gpu.free_memory().unwrap());
+    assert!(!info.name.is_empty());
+    assert!(info.compute_capability.major >= 5);
+    assert!(info.sm_count > 0);
+    let free = gpu.free_memory().unwrap();
+    assert!(free > 0 && free <= info.total_memory);
+}
+
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn missing_ordinal_is_no_device() {
+    let count = kernels::device_count().unwrap();
+    let err = Gpu::new(count).unwrap_err();
+    assert!(
+        matches!(err, GpuError::NoDevice { requested, available } if requested == count && available == count)
+    );
+}
+
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn buffers_round_trip_and_oversized_allocations_fail_cleanly() {
+    let gpu = Gpu::first().unwrap();
+    let data: Vec<u64> = (0..1_000_003u64)
+        .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        .collect();
+    let buffer = gpu.upload(&data).unwrap();
+    assert_eq!(buffer.len(), data.len());
+    assert_eq!(buffer.to_host().unwrap(), data);
+    let mut head = vec![0u64; 17];
+    buffer.copy_to_host(&mut head).unwrap();
+    assert_eq!(head, data[..17]);
+    let mut too_long = vec![0u64; data.len() + 1];
+    assert!(matches!(
+        buffer.copy_to_host(&mut too_long),
+        Err(GpuError::BufferTooSmall { .. })
+    ));
+
+    let total = gpu.info().total_memory;
+    match gpu.alloc_zeroed::<u8>(total + 1) {
+        Err(GpuError::OutOfMemory { requested, free }) => assert!(requested > free),
+        other => panic!("expected OutOfMemory, got {other:?}"),
+    }
+}
+
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn kernels_load_time_and_report_missing_names() {
+    let gpu = Gpu::first().unwrap();
+    let kernel = gpu.kernel(&source::CHACHA, "chacha8_keystream").unwrap();
+    assert!(kernel.registers().unwrap() > 0);
+    assert!(matches!(
+        gpu.kernel(&source::CHACHA, "no_such_kernel"),
+        Err(GpuError::Compile { .. })
+    ));
+
+    let mut out = gpu.alloc_zeroed::<u8>(64 * 1000).unwrap();
+    let params = [0u32; 12];
+    let blocks = 1000u64;
+    let ((), elapsed) = gpu
+        .time(|| {
+            let launch = gpu
+                .launch(&kernel, Grid::cover(blocks, 256))
+                .value(&params)
+                .value(&blocks)
+                .buffer_mut(&mut out);
+            // SAFETY: chacha8_keystream(ChaChaStream = 12 words, u64, uint4*) with room for
+            // 1000 blocks.
+            unsafe { launch.run() }.map_err(Into::into)
+        })
+        .unwrap();
+    assert!(elapsed.as_nanos() > 0);
+    let bytes = out.to_host().unwrap();
+    assert!(bytes.iter().any(|&b| b != 0));
+}

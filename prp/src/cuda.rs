@@ -1,0 +1,181 @@
+//! The CUDA backend: kernels from `kernels/cuda/chacha.cu`, run through the `kernels` runtime.
+
+use std::sync::Arc;
+
+use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, source};
+
+use crate::Keystream;
+use crate::chacha::{BLOCK_BYTES, ChaCha, Rounds, check_block_range};
+use crate::error::Error;
+
+/// Threads per block of the ChaCha kernels (a multiple of the warp size, as the digest's
+/// warp reduction needs).
+const THREADS: u32 = 256;
+
+/// Keystream blocks generated per chunk when filling a host buffer (64 MiB of device memory).
+const HOST_CHUNK_BLOCKS: u64 = 1 << 20;
+
+/// Resident blocks per multiprocessor for the grid-stride digest kernel.
+const DIGEST_BLOCKS_PER_SM: u32 = 8;
+
+/// The kernels' `ChaChaStream` parameter: key words, nonce words, first block counter.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct StreamParams {
+    key: [u32; 8],
+    nonce: [u32; 3],
+    counter: u32,
+}
+
+// SAFETY: a `#[repr(C)]` struct of u32s, laid out exactly as `ChaChaStream` in chacha.cu.
+unsafe impl DeviceRepr for StreamParams {}
+
+impl StreamParams {
+    fn new<R: Rounds>(stream: &ChaCha<R>, counter: u32) -> Self {
+        Self {
+            key: *stream.key().words(),
+            nonce: stream.nonce(),
+            counter,
+        }
+    }
+}
+
+/// The CUDA backend on one GPU.
+///
+/// ```no_run
+/// use prp::{ChaCha8, Cuda, Key, Keystream};
+///
+/// # fn main() -> Result<(), prp::Error> {
+/// let gpu = Cuda::new()?;
+/// let stream = ChaCha8::new(Key::new(&[1; 32]), [0, 0, 0]);
+/// let mut out = vec![0u8; 1 << 20];
+/// gpu.fill_keystream(&stream, 0, &mut out)?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Cuda {
+    gpu: Arc<Gpu>,
+}
+
+impl Cuda {
+    /// The backend on the first visible GPU.
+    pub fn new() -> Result<Self, Error> {
+        Ok(Self::on(Gpu::first()?))
+    }
+
+    /// The backend on a GPU handle the caller opened (to pick a device or share one).
+    pub fn on(gpu: Arc<Gpu>) -> Self {
+        Self { gpu }
+    }
+
+    /// The GPU this backend runs on.
+    pub fn gpu(&self) -> &Arc<Gpu> {
+        &self.gpu
+    }
+
+    fn kernel<R: Rounds>(&self, kind: &str) -> Result<Kernel, Error> {
+        let name = format!("chacha{}_{kind}", R::ROUNDS);
+        Ok(self.gpu.kernel(&source::CHACHA, &name)?)
+    }
+
+    /// Writes blocks `counter ..` of `stream` into device memory, `out.len() / 64` whole blocks,
+    /// and returns without waiting for the kernel. `out.len()` must be a multiple of 64.
+    ///
+    /// This is the form later kernels and benchmarks use: no host copy.
+    pub fn fill_keystream_device<R: Rounds>(
+        &self,
+        stream: &ChaCha<R>,
+        counter: u32,
+        out: &mut DeviceBuffer<u8>,
+    ) -> Result<(), Error> {
+        if out.len() % BLOCK_BYTES != 0 {
+            return Err(Error::BufferLength {
+                len: out.len(),
+                unit: BLOCK_BYTES,
+            });
+        }
+        let blocks = (out.len() / BLOCK_BYTES) as u64;
+        check_block_range(counter, blocks)?;
+        if blocks == 0 {
+            return Ok(());
+        }
+        let kernel = self.kernel::<R>("keystream")?;
+        let params = StreamParams::new(stream, counter);
+        let launch = self
+            .gpu
+            .launch(&kernel, Grid::cover(blocks, THREADS))
+            .value(&params)
+            .value(&blocks)
+            .buffer_mut(out);
+        // SAFETY: chacha{R}_keystream(ChaChaStream, u64 blocks, uint4* out) writes 64 bytes for
+        // each of `blocks` blocks, and `out` holds exactly `blocks * 64` bytes.
+        unsafe { launch.run() }?;
+        Ok(())
+    }
+}
+
+impl Keystream for Cuda {
+    fn name(&self) -> String {
+        let info = self.gpu.info();
+        format!(
+            "CUDA ({}, sm_{})",
+            info.name,
+            info.compute_capability.number()
+        )
+    }
+
+    fn fill_keystream<R: Rounds>(
+        &self,
+        stream: &ChaCha<R>,
+        counter: u32,
+        out: &mut [u8],
+    ) -> Result<(), Error> {
+        let total_blocks = out.len().div_ceil(BLOCK_BYTES) as u64;
+        check_block_range(counter, total_blocks)?;
+        if out.is_empty() {
+            return Ok(());
+        }
+        let chunk_blocks = total_blocks.min(HOST_CHUNK_BLOCKS);
+        let chunk_bytes = chunk_blocks as usize * BLOCK_BYTES;
+        let mut device = self.gpu.alloc_zeroed::<u8>(chunk_bytes)?;
+        for (i, chunk) in out.chunks_mut(chunk_bytes).enumerate() {
+            // In range: every block of `out` was checked to fit the 32-bit counter.
+            let first = counter + (i as u64 * chunk_blocks) as u32;
+            self.fill_keystream_device(stream, first, &mut device)?;
+            device.copy_to_host(chunk)?;
+        }
+        Ok(())
+    }
+
+    fn keystream_digest<R: Rounds>(
+        &self,
+        stream: &ChaCha<R>,
+        counter: u32,
+        blocks: u64,
+    ) -> Result<[u32; 16], Error> {
+        check_block_range(counter, blocks)?;
+        let mut result = self.gpu.alloc_zeroed::<u32>(16)?;
+        if blocks > 0 {
+            let kernel = self.kernel::<R>("digest")?;
+            let params = StreamParams::new(stream, counter);
+            let full = Grid::per_sm(self.gpu.info().sm_count, DIGEST_BLOCKS_PER_SM, THREADS);
+            let grid = Grid {
+                blocks: full.blocks.min(Grid::cover(blocks, THREADS).blocks),
+                ..full
+            };
+            let launch = self
+                .gpu
+                .launch(&kernel, grid)
+                .value(&params)
+                .value(&blocks)
+                .buffer_mut(&mut result);
+            // SAFETY: chacha{R}_digest(ChaChaStream, u64 blocks, u32* out) XORs into out[0..16),
+            // and `result` holds 16 words; the block size is a multiple of the warp size.
+            unsafe { launch.run() }?;
+        }
+        let words = result.to_host()?;
+        let mut digest = [0u32; 16];
+        digest.copy_from_slice(&words);
+        Ok(digest)
+    }
+}
