@@ -42,6 +42,16 @@ pub fn device_count() -> Result<usize> {
     Ok(usize::try_from(count).unwrap_or(0))
 }
 
+/// The CUDA version the installed driver supports, as `(major, minor)` (13.0 for a 580 driver).
+pub fn driver_version() -> Result<(u32, u32)> {
+    init_driver()?;
+    let mut version: std::ffi::c_int = 0;
+    // SAFETY: the driver writes one int through a valid pointer.
+    unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut version) }.result()?;
+    let version = version.unsigned_abs();
+    Ok((version / 1000, version % 1000 / 10))
+}
+
 /// What a device is: read once when the handle is made.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceInfo {
@@ -205,16 +215,25 @@ impl Gpu {
 
     /// Runs `work` (which queues device work on this handle) between two CUDA events and
     /// returns its result with the device time between them. Warm up before timing.
-    pub fn time<T>(&self, work: impl FnOnce() -> Result<T>) -> Result<(T, Duration)> {
-        let start = self
-            .stream
-            .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+    ///
+    /// `work` may return any error type that a [`GpuError`] converts into, so algorithm crates
+    /// can time their own operations.
+    pub fn time<T, E: From<GpuError>>(
+        &self,
+        work: impl FnOnce() -> std::result::Result<T, E>,
+    ) -> std::result::Result<(T, Duration), E> {
+        let event = || -> Result<_> {
+            Ok(self
+                .stream
+                .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?)
+        };
+        let start = event()?;
         let value = work()?;
-        let end = self
-            .stream
-            .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
-        end.synchronize()?;
-        let millis = start.elapsed_ms(&end)?;
+        let end = event()?;
+        let millis = end
+            .synchronize()
+            .and_then(|()| start.elapsed_ms(&end))
+            .map_err(GpuError::from)?;
         Ok((value, Duration::from_secs_f64(f64::from(millis) / 1e3)))
     }
 }

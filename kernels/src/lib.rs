@@ -73,6 +73,6 @@ pub use compile::{
 #[cfg(feature = "cuda")]
 pub use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 #[cfg(feature = "cuda")]
-pub use gpu::{DeviceInfo, Gpu, device_count, driver_present};
+pub use gpu::{DeviceInfo, Gpu, device_count, driver_present, driver_version};
 #[cfg(feature = "cuda")]
 pub use launch::{Grid, Kernel, Launch};

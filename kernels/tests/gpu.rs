@@ -79,7 +79,7 @@ fn kernels_load_time_and_report_missing_names() {
                 .buffer_mut(&mut out);
             // SAFETY: chacha8_keystream(ChaChaStream = 12 words, u64, uint4*) with room for
             // 1000 blocks.
-            unsafe { launch.run() }.map_err(Into::into)
+            unsafe { launch.run() }
         })
         .unwrap();
     assert!(elapsed.as_nanos() > 0);

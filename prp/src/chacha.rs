@@ -140,9 +140,9 @@ pub(crate) fn check_block_range(counter: u32, blocks: u64) -> Result<(), Error> 
     Ok(())
 }
 
-/// XORs `block` into `acc`, word by word.
-pub(crate) fn xor_into(acc: &mut [u32; 16], block: &[u32; 16]) {
+/// Adds `block` into `acc`, word by word, wrapping.
+pub(crate) fn add_into(acc: &mut [u32; 16], block: &[u32; 16]) {
     for (a, b) in acc.iter_mut().zip(block) {
-        *a ^= b;
+        *a = a.wrapping_add(*b);
     }
 }

@@ -3,7 +3,7 @@
 use rayon::prelude::*;
 
 use crate::Keystream;
-use crate::chacha::{BLOCK_BYTES, ChaCha, Rounds, check_block_range, xor_into};
+use crate::chacha::{BLOCK_BYTES, ChaCha, Rounds, add_into, check_block_range};
 use crate::error::Error;
 
 /// Blocks per rayon task: large enough that scheduling costs nothing next to the rounds.
@@ -64,14 +64,14 @@ impl Keystream for Cpu {
                 let mut acc = [0u32; 16];
                 for i in start..end {
                     // In range: checked above that every block index fits in 32 bits.
-                    xor_into(&mut acc, &stream.block(i as u32));
+                    add_into(&mut acc, &stream.block(i as u32));
                 }
                 acc
             })
             .reduce(
                 || [0u32; 16],
                 |mut a, b| {
-                    xor_into(&mut a, &b);
+                    add_into(&mut a, &b);
                     a
                 },
             );

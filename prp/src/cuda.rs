@@ -169,7 +169,7 @@ impl Keystream for Cuda {
                 .value(&params)
                 .value(&blocks)
                 .buffer_mut(&mut result);
-            // SAFETY: chacha{R}_digest(ChaChaStream, u64 blocks, u32* out) XORs into out[0..16),
+            // SAFETY: chacha{R}_digest(ChaChaStream, u64 blocks, u32* out) adds into out[0..16),
             // and `result` holds 16 words; the block size is a multiple of the warp size.
             unsafe { launch.run() }?;
         }

@@ -69,8 +69,8 @@ pub trait Keystream {
         out: &mut [u8],
     ) -> Result<(), Error>;
 
-    /// The word-by-word XOR of blocks `counter .. counter + blocks`: a 64-byte digest of a
-    /// keystream that is never stored, which measures the block function itself.
+    /// The word-by-word wrapping sum of blocks `counter .. counter + blocks`: a 64-byte digest
+    /// of a keystream that is never stored, which measures the block function itself.
     fn keystream_digest<R: Rounds>(
         &self,
         stream: &ChaCha<R>,

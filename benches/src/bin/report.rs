@@ -1,1 +1,169 @@
-fn main() {}
+//! `report`: runs every primitive at a built-in default size on every available backend,
+//! checks the GPU's output against the CPU reference, prints one table, and writes it as
+//! Markdown (`report.md`) and JSON (`report.json`).
+//!
+//! ```text
+//! cargo run --release -p benches --bin report [-- --out DIR]
+//! ```
+//!
+//! Without a usable GPU it prints the CPU rows and says why the GPU rows are missing. It exits
+//! with status 1 if any GPU output differs from the CPU's.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use benches::chacha;
+use benches::table::{self, Check, Row};
+use clap::Parser;
+use serde::Serialize;
+
+/// Runs every primitive on every backend and writes the comparison.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Args {
+    /// Folder for report.md and report.json (created if missing).
+    #[arg(long, default_value = "report")]
+    out: PathBuf,
+    /// Run only the CPU rows, even when a GPU is present.
+    #[arg(long)]
+    cpu_only: bool,
+}
+
+/// The machine the report ran on.
+#[derive(Debug, Serialize)]
+struct Machine {
+    cpu_threads: usize,
+    gpu: Option<String>,
+    cuda_driver: Option<String>,
+    nvrtc: Option<String>,
+    gpu_missing: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    unix_time: u64,
+    machine: Machine,
+    rows: Vec<Row>,
+}
+
+/// The GPU rows, or why there are none.
+#[cfg(feature = "cuda")]
+fn gpu_rows(
+    args: &Args,
+    machine: &mut Machine,
+    stream: &prp::ChaCha8,
+    reference: &chacha::Reference,
+) -> Result<Vec<Row>, String> {
+    if args.cpu_only {
+        return Err("--cpu-only was given".to_owned());
+    }
+    let version = |(major, minor): (u32, u32)| format!("{major}.{minor}");
+    let cuda = prp::Cuda::new().map_err(|e| e.to_string())?;
+    let info = cuda.gpu().info();
+    machine.gpu = Some(format!(
+        "{} (sm_{}, {} SMs, {:.0} GiB)",
+        info.name,
+        info.compute_capability.number(),
+        info.sm_count,
+        info.total_memory as f64 / f64::from(1u32 << 30)
+    ));
+    machine.cuda_driver = kernels::driver_version().ok().map(version);
+    machine.nvrtc = kernels::compiler_version().ok().map(version);
+    chacha::cuda_rows(&cuda, chacha::Sizes::default(), stream, reference).map_err(|e| e.to_string())
+}
+
+#[cfg(not(feature = "cuda"))]
+fn gpu_rows(
+    _: &Args,
+    _: &mut Machine,
+    _: &prp::ChaCha8,
+    _: &chacha::Reference,
+) -> Result<Vec<Row>, String> {
+    Err("built without the `cuda` feature".to_owned())
+}
+
+fn run(args: &Args) -> Result<bool, String> {
+    let mut machine = Machine {
+        cpu_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        gpu: None,
+        cuda_driver: None,
+        nvrtc: None,
+        gpu_missing: None,
+    };
+    let stream = chacha::fresh_stream();
+    eprintln!("running ChaCha8 on the CPU ...");
+    let (mut rows, reference) =
+        chacha::cpu_rows(chacha::Sizes::default(), &stream).map_err(|e| e.to_string())?;
+    eprintln!("running ChaCha8 on the GPU ...");
+    match gpu_rows(args, &mut machine, &stream, &reference) {
+        Ok(gpu) => rows.extend(gpu),
+        Err(why) => machine.gpu_missing = Some(why),
+    }
+    let reference_rate = |primitive: &str| {
+        rows.iter()
+            .find(|r| r.primitive == primitive && r.check == Check::Reference)
+            .map(Row::items_per_second)
+    };
+    let rates: Vec<(String, Option<f64>)> = rows
+        .iter()
+        .map(|r| (r.primitive.clone(), reference_rate(&r.primitive)))
+        .collect();
+    table::set_speedups(&mut rows, |p| {
+        rates.iter().find(|(q, _)| q == p).and_then(|(_, r)| *r)
+    });
+
+    let mut header = format!("CPU: {} threads\n", machine.cpu_threads);
+    match (&machine.gpu, &machine.gpu_missing) {
+        (Some(gpu), _) => {
+            header += &format!(
+                "GPU: {gpu}, CUDA driver {}, NVRTC {}\n",
+                machine.cuda_driver.as_deref().unwrap_or("?"),
+                machine.nvrtc.as_deref().unwrap_or("?")
+            );
+        }
+        (None, Some(why)) => header += &format!("GPU rows missing: {why}\n"),
+        (None, None) => {}
+    }
+    println!("{header}\n{}", table::text(&rows));
+
+    let all_pass = rows.iter().all(|r| !matches!(r.check, Check::Fail(_)));
+    let report = Report {
+        unix_time: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        machine,
+        rows,
+    };
+    let write = |name: &str, text: String| {
+        let path = args.out.join(name);
+        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    };
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| format!("cannot create {}: {e}", args.out.display()))?;
+    write(
+        "report.md",
+        format!("{header}\n{}", table::markdown(&report.rows)),
+    )?;
+    let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+    write("report.json", json + "\n")?;
+    println!(
+        "wrote {0}/report.md and {0}/report.json",
+        args.out.display()
+    );
+    Ok(all_pass)
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => {
+            eprintln!("report: a GPU output differs from the CPU reference");
+            ExitCode::FAILURE
+        }
+        Err(why) => {
+            eprintln!("report: {why}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! The report's rows and their text, Markdown and JSON forms.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// Whether a GPU result matched the CPU reference.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Check {
+    /// This row is the CPU reference the others are checked against.
+    Reference,
+    /// The output equals the CPU reference's.
+    Pass,
+    /// The output differs; the text says where.
+    Fail(String),
+}
+
+impl Check {
+    /// `Pass` if `same`, else `Fail(what)`.
+    pub fn from_equal(same: bool, what: &str) -> Self {
+        if same {
+            Check::Pass
+        } else {
+            Check::Fail(what.to_owned())
+        }
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Check::Reference => "reference".to_owned(),
+            Check::Pass => "pass".to_owned(),
+            Check::Fail(what) => format!("FAIL: {what}"),
+        }
+    }
+}
+
+/// One measured primitive on one backend.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// What was run, such as `ChaCha8 keystream to device memory`.
+    pub primitive: String,
+    /// Which backend and device.
+    pub backend: String,
+    /// How many items (blocks, leaves, points...) one run processes.
+    pub items: u64,
+    /// What an item is.
+    pub item: &'static str,
+    /// Bytes one run produces (0 when bytes mean nothing for the primitive).
+    pub bytes: u64,
+    /// Median time of one run, in seconds.
+    pub seconds: f64,
+    /// Throughput over the CPU reference row of the same primitive.
+    pub speedup: Option<f64>,
+    /// The check against the CPU reference.
+    pub check: Check,
+}
+
+impl Row {
+    /// Items per second.
+    pub fn items_per_second(&self) -> f64 {
+        self.items as f64 / self.seconds
+    }
+
+    /// Bytes per second.
+    pub fn bytes_per_second(&self) -> f64 {
+        self.bytes as f64 / self.seconds
+    }
+}
+
+/// Builds a row; `time` is the median run time.
+pub fn row(
+    primitive: &str,
+    backend: &str,
+    items: u64,
+    item: &'static str,
+    bytes: u64,
+    time: Duration,
+    check: Check,
+) -> Row {
+    Row {
+        primitive: primitive.to_owned(),
+        backend: backend.to_owned(),
+        items,
+        item,
+        bytes,
+        seconds: time.as_secs_f64().max(1e-12),
+        speedup: None,
+        check,
+    }
+}
+
+/// Fills in each row's speedup over the reference row of the same primitive.
+pub fn set_speedups(rows: &mut [Row], reference_of: impl Fn(&str) -> Option<f64>) {
+    for row in rows.iter_mut() {
+        if row.check != Check::Reference {
+            row.speedup =
+                reference_of(&row.primitive).map(|reference| row.items_per_second() / reference);
+        }
+    }
+}
+
+/// A count with a metric prefix: `1.50 G`.
+pub fn metric(value: f64) -> String {
+    const PREFIXES: [(f64, &str); 5] =
+        [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
+    for (scale, prefix) in PREFIXES {
+        if value >= scale {
+            return format!("{:.2} {prefix}", value / scale);
+        }
+    }
+    format!("{value:.2} ")
+}
+
+/// A duration in the unit that suits it.
+pub fn duration(seconds: f64) -> String {
+    if seconds >= 1.0 {
+        format!("{seconds:.3} s")
+    } else if seconds >= 1e-3 {
+        format!("{:.3} ms", seconds * 1e3)
+    } else {
+        format!("{:.1} µs", seconds * 1e6)
+    }
+}
+
+/// A power-of-two count as `2^k`, anything else as a number.
+pub fn count(n: u64) -> String {
+    if n.is_power_of_two() && n >= 1024 {
+        format!("2^{}", n.trailing_zeros())
+    } else {
+        n.to_string()
+    }
+}
+
+const HEADER: [&str; 7] = [
+    "primitive",
+    "backend",
+    "size",
+    "time",
+    "throughput",
+    "speedup",
+    "check",
+];
+
+fn cells(row: &Row) -> [String; 7] {
+    let size = if row.bytes > 0 {
+        format!(
+            "{} {} ({}B)",
+            count(row.items),
+            row.item,
+            metric(row.bytes as f64)
+        )
+    } else {
+        format!("{} {}", count(row.items), row.item)
+    };
+    let throughput = if row.bytes > 0 {
+        format!(
+            "{}B/s ({}{}/s)",
+            metric(row.bytes_per_second()),
+            metric(row.items_per_second()),
+            row.item
+        )
+    } else {
+        format!("{}{}/s", metric(row.items_per_second()), row.item)
+    };
+    [
+        row.primitive.clone(),
+        row.backend.clone(),
+        size,
+        duration(row.seconds),
+        throughput,
+        row.speedup
+            .map(|s| format!("{s:.1}x"))
+            .unwrap_or_else(|| "-".to_owned()),
+        row.check.text(),
+    ]
+}
+
+/// The rows as an aligned plain-text table.
+pub fn text(rows: &[Row]) -> String {
+    let all: Vec<[String; 7]> = rows.iter().map(cells).collect();
+    let widths: Vec<usize> = (0..7)
+        .map(|c| {
+            all.iter()
+                .map(|r| r[c].chars().count())
+                .chain([HEADER[c].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cols: &[String]| {
+        let mut out = String::new();
+        for (c, text) in cols.iter().enumerate() {
+            let _ = write!(out, "{text:<width$}  ", width = widths[c]);
+        }
+        out.trim_end().to_owned() + "\n"
+    };
+    let mut out = line(&HEADER.map(str::to_owned));
+    out += &line(&widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>());
+    for r in &all {
+        out += &line(r);
+    }
+    out
+}
+
+/// The rows as a Markdown table.
+pub fn markdown(rows: &[Row]) -> String {
+    let mut out = format!("| {} |\n", HEADER.join(" | "));
+    out += &format!("|{}\n", "---|".repeat(HEADER.len()));
+    for r in rows {
+        out += &format!("| {} |\n", cells(r).join(" | "));
+    }
+    out
+}
