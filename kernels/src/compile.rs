@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::ffi::{CStr, CString, c_char, c_int};
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::nvrtc::sys as nvrtc;
@@ -330,7 +330,7 @@ fn cache_key(module: &Module, target: Target) -> Result<String> {
     Ok(format!("{}-{target}-{hex}", module.name))
 }
 
-fn read_cached(path: &PathBuf, target: Target) -> Option<Vec<u8>> {
+fn read_cached(path: &Path, target: Target) -> Option<Vec<u8>> {
     let bytes = std::fs::read(path).ok()?;
     let plausible = match target {
         Target::Cubin(_) => bytes.starts_with(b"\x7fELF"),
@@ -341,7 +341,7 @@ fn read_cached(path: &PathBuf, target: Target) -> Option<Vec<u8>> {
 
 /// Writes through a temporary file and a rename, so readers never see half an image. A cache
 /// that cannot be written is only a slower next run, so failures are ignored.
-fn write_cached(path: &PathBuf, image: &[u8]) {
+fn write_cached(path: &Path, image: &[u8]) {
     let Some(dir) = path.parent() else { return };
     if std::fs::create_dir_all(dir).is_err() {
         return;
@@ -352,11 +352,36 @@ fn write_cached(path: &PathBuf, image: &[u8]) {
     }
 }
 
+/// The image of `module` for `target` from the disk cache in `dir`, else from NVRTC (then
+/// written to the cache). `fresh` ignores what the cache holds.
+fn disk_cached(
+    module: &Module,
+    target: Target,
+    dir: Option<&Path>,
+    fresh: bool,
+) -> Result<Vec<u8>> {
+    let path = dir
+        .map(|dir| cache_key(module, target).map(|name| dir.join(format!("{name}.bin"))))
+        .transpose()?;
+    if let Some(image) = path
+        .as_ref()
+        .filter(|_| !fresh)
+        .and_then(|p| read_cached(p, target))
+    {
+        return Ok(image);
+    }
+    let image = compile_for(module, target)?;
+    if let Some(path) = &path {
+        write_cached(path, &image);
+    }
+    Ok(image)
+}
+
 type ImageKey = (&'static str, ComputeCapability);
 
 /// The compiled image of `module` for `cc`: from this process's table, else the disk cache,
-/// else NVRTC (and then both caches). `fresh` skips the disk cache (after a cached image
-/// failed to load).
+/// else NVRTC (and then both caches). `fresh` skips both caches (after a cached image failed
+/// to load).
 pub(crate) fn image(module: &Module, cc: ComputeCapability, fresh: bool) -> Result<Arc<Vec<u8>>> {
     static IMAGES: OnceLock<Mutex<HashMap<ImageKey, Arc<Vec<u8>>>>> = OnceLock::new();
     require_compiler()?;
@@ -372,24 +397,75 @@ pub(crate) fn image(module: &Module, cc: ComputeCapability, fresh: bool) -> Resu
         }
     }
     let target = Target::for_device(cc, module.name)?;
-    let path = cache_dir()
-        .map(|dir| cache_key(module, target).map(|name| dir.join(format!("{name}.bin"))))
-        .transpose()?;
-    let cached = path
-        .as_ref()
-        .filter(|_| !fresh)
-        .and_then(|p| read_cached(p, target));
-    let image = match cached {
-        Some(image) => image,
-        None => {
-            let image = compile_for(module, target)?;
-            if let Some(path) = &path {
-                write_cached(path, &image);
-            }
-            image
-        }
-    };
-    let image = Arc::new(image);
+    let image = Arc::new(disk_cached(module, target, cache_dir().as_deref(), fresh)?);
     images.insert(key, Arc::clone(&image));
     Ok(image)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PROBE: Module = Module {
+        name: "cache_probe",
+        source: "#include \"common.cuh\"\nextern \"C\" __global__ void probe(u32* out) { *out = 7; }\n",
+    };
+
+    fn cached_files(dir: &Path) -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        files.sort();
+        files
+    }
+
+    #[test]
+    #[ignore = "requires NVRTC (libnvrtc) on the library path"]
+    fn disk_cache_stores_reuses_and_keys_by_source_and_target() {
+        let dir = std::env::temp_dir().join(format!("kernels-cache-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let sm90 = Target::Cubin(90);
+
+        let first = disk_cached(&PROBE, sm90, Some(&dir), false).unwrap();
+        let files = cached_files(&dir);
+        assert_eq!(files.len(), 1, "{files:?}");
+        assert_eq!(std::fs::read(&files[0]).unwrap(), first);
+
+        // A second request reads the file: plant a recognisable image there and get it back.
+        let planted = b"\x7fELF planted by the test".to_vec();
+        std::fs::write(&files[0], &planted).unwrap();
+        assert_eq!(
+            disk_cached(&PROBE, sm90, Some(&dir), false).unwrap(),
+            planted
+        );
+        // `fresh` recompiles and repairs the entry.
+        assert_eq!(disk_cached(&PROBE, sm90, Some(&dir), true).unwrap(), first);
+        assert_eq!(std::fs::read(&files[0]).unwrap(), first);
+
+        // Another architecture or a changed source is another entry.
+        disk_cached(&PROBE, Target::Cubin(80), Some(&dir), false).unwrap();
+        let changed = Module {
+            source: "#include \"common.cuh\"\nextern \"C\" __global__ void probe(u32* out) { *out = 8; }\n",
+            ..PROBE
+        };
+        disk_cached(&changed, sm90, Some(&dir), false).unwrap();
+        assert_eq!(cached_files(&dir).len(), 3);
+
+        // Without a directory nothing is written anywhere.
+        assert_eq!(disk_cached(&PROBE, sm90, None, false).unwrap(), first);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_corrupt_cache_entry_is_not_used() {
+        let dir = std::env::temp_dir().join(format!("kernels-corrupt-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("entry.bin");
+        std::fs::write(&path, b"not an image").unwrap();
+        assert!(read_cached(&path, Target::Cubin(90)).is_none());
+        assert!(read_cached(&path, Target::Ptx(90)).is_none());
+        std::fs::write(&path, b"\x7fELF...").unwrap();
+        assert!(read_cached(&path, Target::Cubin(90)).is_some());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
