@@ -36,15 +36,18 @@
 //! # Example
 //!
 //! ```no_run
+//! # #[cfg(feature = "cuda")]
+//! # fn main() -> Result<(), kernels::GpuError> {
 //! use kernels::{Grid, Gpu, source};
 //!
-//! # fn main() -> Result<(), kernels::GpuError> {
 //! let gpu = Gpu::first()?;
 //! let kernel = gpu.kernel(&source::CHACHA, "chacha8_digest")?;
 //! println!("{} uses {} registers on {}", kernel.name(), kernel.registers()?, gpu.info().name);
-//! let grid = Grid::per_sm(gpu.info().sm_count, 4, 256);
+//! let grid = Grid::per_sm(gpu.info().sm_count, 8, 256);
 //! # let _ = grid;
 //! # Ok(()) }
+//! # #[cfg(not(feature = "cuda"))]
+//! # fn main() {}
 //! ```
 
 #![cfg_attr(not(feature = "cuda"), forbid(unsafe_code))]
