@@ -213,3 +213,76 @@ pub fn markdown(rows: &[Row]) -> String {
     }
     out
 }
+
+/// The rows as an SVG bar chart: one bar per row, its length the throughput on a log scale,
+/// CPU rows grey and GPU rows green, labelled with the primitive, backend and figure.
+pub fn svg(rows: &[Row]) -> String {
+    const LABEL: f64 = 520.0;
+    const BAR: f64 = 360.0;
+    const ROW: f64 = 26.0;
+    let rate = |r: &Row| {
+        if r.bytes > 0 {
+            r.bytes_per_second()
+        } else {
+            r.items_per_second()
+        }
+    };
+    let rates: Vec<f64> = rows.iter().map(rate).filter(|x| *x > 0.0).collect();
+    let low = rates
+        .iter()
+        .copied()
+        .fold(f64::INFINITY, f64::min)
+        .log10()
+        .floor();
+    let high = rates
+        .iter()
+        .copied()
+        .fold(0.0, f64::max)
+        .log10()
+        .ceil()
+        .max(low + 1.0);
+    let width = LABEL + BAR + 160.0;
+    let height = ROW * rows.len() as f64 + 50.0;
+    let mut out = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" \
+         font-family=\"sans-serif\" font-size=\"12\">\n\
+         <text x=\"8\" y=\"18\" font-weight=\"bold\">Throughput (log scale; bytes/s, or items/s \
+         where bytes mean nothing)</text>\n"
+    );
+    for (i, r) in rows.iter().enumerate() {
+        let y = 30.0 + ROW * i as f64;
+        let length = if rate(r) > 0.0 {
+            BAR * (rate(r).log10() - low) / (high - low)
+        } else {
+            0.0
+        };
+        let color = if r.check == Check::Reference {
+            "#9e9e9e"
+        } else {
+            "#43a047"
+        };
+        let unit = if r.bytes > 0 {
+            "B/s".to_owned()
+        } else {
+            format!("{}/s", r.item)
+        };
+        let label = format!("{} — {}", r.primitive, r.backend)
+            .replace('&', "&amp;")
+            .replace('<', "&lt;");
+        let _ = writeln!(
+            out,
+            "<text x=\"{:.0}\" y=\"{:.0}\" text-anchor=\"end\">{label}</text>\
+             <rect x=\"{:.0}\" y=\"{:.0}\" width=\"{length:.1}\" height=\"{:.0}\" fill=\"{color}\"/>\
+             <text x=\"{:.0}\" y=\"{:.0}\">{}{unit}</text>",
+            LABEL - 8.0,
+            y + 15.0,
+            LABEL,
+            y + 3.0,
+            ROW - 8.0,
+            LABEL + length + 6.0,
+            y + 15.0,
+            metric(rate(r)),
+        );
+    }
+    out + "</svg>\n"
+}

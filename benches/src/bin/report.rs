@@ -1,6 +1,6 @@
 //! `report`: runs every primitive at a built-in default size on every available backend,
 //! checks the GPU's output against the CPU reference, prints one table, and writes it as
-//! Markdown (`report.md`) and JSON (`report.json`).
+//! Markdown (`report.md`), JSON (`report.json`) and a bar chart (`report.svg`).
 //!
 //! ```text
 //! cargo run --release -p benches --bin report [-- --out DIR]
@@ -146,8 +146,9 @@ fn run(args: &Args) -> Result<bool, String> {
     )?;
     let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
     write("report.json", json + "\n")?;
+    write("report.svg", table::svg(&report.rows))?;
     println!(
-        "wrote {0}/report.md and {0}/report.json",
+        "wrote report.md, report.json and report.svg to {}",
         args.out.display()
     );
     Ok(all_pass)
