@@ -215,9 +215,8 @@ pub fn markdown(rows: &[Row]) -> String {
 }
 
 /// The rows as an SVG bar chart: one bar per row, its length the throughput on a log scale,
-/// CPU rows grey and GPU rows green, labelled with the primitive, backend and figure.
+/// reference rows grey, passing rows green, failing rows red, labelled with the primitive, backend and figure.
 pub fn svg(rows: &[Row]) -> String {
-    const LABEL: f64 = 520.0;
     const BAR: f64 = 360.0;
     const ROW: f64 = 26.0;
     let rate = |r: &Row| {
@@ -241,7 +240,14 @@ pub fn svg(rows: &[Row]) -> String {
         .log10()
         .ceil()
         .max(low + 1.0);
-    let width = LABEL + BAR + 160.0;
+    let labels: Vec<String> = rows
+        .iter()
+        .map(|r| format!("{} — {}", r.primitive, r.backend))
+        .collect();
+    // At most about 7.5 pixels a character at 12 px sans-serif.
+    let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    let label_width = 7.5 * longest as f64 + 24.0;
+    let width = label_width + BAR + 160.0;
     let height = ROW * rows.len() as f64 + 50.0;
     let mut out = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" \
@@ -249,40 +255,118 @@ pub fn svg(rows: &[Row]) -> String {
          <text x=\"8\" y=\"18\" font-weight=\"bold\">Throughput (log scale; bytes/s, or items/s \
          where bytes mean nothing)</text>\n"
     );
-    for (i, r) in rows.iter().enumerate() {
+    for (i, (r, label)) in rows.iter().zip(&labels).enumerate() {
         let y = 30.0 + ROW * i as f64;
         let length = if rate(r) > 0.0 {
             BAR * (rate(r).log10() - low) / (high - low)
         } else {
             0.0
         };
-        let color = if r.check == Check::Reference {
-            "#9e9e9e"
-        } else {
-            "#43a047"
+        let color = match r.check {
+            Check::Reference => "#9e9e9e",
+            Check::Pass => "#43a047",
+            Check::Fail(_) => "#e53935",
         };
         let unit = if r.bytes > 0 {
             "B/s".to_owned()
         } else {
             format!("{}/s", r.item)
         };
-        let label = format!("{} — {}", r.primitive, r.backend)
-            .replace('&', "&amp;")
-            .replace('<', "&lt;");
+        let label = label.replace('&', "&amp;").replace('<', "&lt;");
         let _ = writeln!(
             out,
             "<text x=\"{:.0}\" y=\"{:.0}\" text-anchor=\"end\">{label}</text>\
              <rect x=\"{:.0}\" y=\"{:.0}\" width=\"{length:.1}\" height=\"{:.0}\" fill=\"{color}\"/>\
              <text x=\"{:.0}\" y=\"{:.0}\">{}{unit}</text>",
-            LABEL - 8.0,
+            label_width - 8.0,
             y + 15.0,
-            LABEL,
+            label_width,
             y + 3.0,
             ROW - 8.0,
-            LABEL + length + 6.0,
+            label_width + length + 6.0,
             y + 15.0,
             metric(rate(r)),
         );
     }
     out + "</svg>\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vec<Row> {
+        let mut rows = vec![
+            row(
+                "Op <a&b>",
+                "CPU (2 threads)",
+                1 << 22,
+                "blocks",
+                1 << 28,
+                Duration::from_millis(20),
+                Check::Reference,
+            ),
+            row(
+                "Op <a&b>",
+                "CUDA (Some GPU)",
+                1 << 31,
+                "blocks",
+                1 << 37,
+                Duration::from_millis(35),
+                Check::Pass,
+            ),
+            row(
+                "Other",
+                "CUDA (Some GPU)",
+                1000,
+                "points",
+                0,
+                Duration::from_micros(50),
+                Check::Fail("differs".into()),
+            ),
+        ];
+        set_speedups(&mut rows, |p| {
+            (p == "Op <a&b>").then_some((1u64 << 22) as f64 / 0.020)
+        });
+        rows
+    }
+
+    #[test]
+    fn speedup_is_the_rate_over_the_reference_rate() {
+        let rows = sample();
+        assert_eq!(rows[0].speedup, None);
+        let expected = ((1u64 << 31) as f64 / 0.035) / ((1u64 << 22) as f64 / 0.020);
+        assert!((rows[1].speedup.unwrap() - expected).abs() < 1e-9);
+        assert_eq!(rows[2].speedup, None);
+    }
+
+    #[test]
+    fn every_form_shows_every_row() {
+        let rows = sample();
+        let text = text(&rows);
+        let markdown = markdown(&rows);
+        for form in [&text, &markdown] {
+            assert!(form.contains("2^22 blocks"), "{form}");
+            assert!(form.contains("FAIL: differs"), "{form}");
+            assert!(form.contains("292.6x"), "{form}");
+        }
+        assert_eq!(markdown.lines().count(), 2 + rows.len());
+        let svg = svg(&rows);
+        assert_eq!(svg.matches("<rect").count(), rows.len());
+        assert!(
+            svg.contains("Op &lt;a&amp;b&gt;") || svg.contains("Op &lt;a&amp;b>"),
+            "{svg}"
+        );
+        assert!(!svg.contains("<a&b>"));
+    }
+
+    #[test]
+    fn units_scale() {
+        assert_eq!(metric(3.88e12), "3.88 T");
+        assert_eq!(metric(999.0), "999.00 ");
+        assert_eq!(duration(0.0000364), "36.4 µs");
+        assert_eq!(duration(2.5), "2.500 s");
+        assert_eq!(count(1 << 20), "2^20");
+        assert_eq!(count(1000), "1000");
+    }
 }
