@@ -1,6 +1,6 @@
 //! Typed device buffers.
 
-use cudarc::driver::{CudaSlice, DeviceRepr};
+use cudarc::driver::{CudaSlice, DeviceRepr, PinnedHostSlice, ValidAsZeroBits};
 
 use crate::error::{GpuError, Result};
 
@@ -58,4 +58,54 @@ fn check_fits(len: usize, capacity: usize) -> Result<()> {
         return Err(GpuError::BufferTooSmall { len, capacity });
     }
     Ok(())
+}
+
+/// `len` elements of `T` in page-locked host memory, which the GPU copies to and from at full
+/// bus speed and asynchronously. Made by [`crate::Gpu::alloc_pinned`]; filled from the device
+/// by [`DeviceBuffer::copy_to_pinned_async`].
+///
+/// Page-locked memory is a scarce system resource and slow to allocate: keep such buffers
+/// for staging and reuse them.
+#[derive(Debug)]
+pub struct PinnedBuffer<T> {
+    slice: PinnedHostSlice<T>,
+}
+
+impl<T: DeviceRepr + ValidAsZeroBits> PinnedBuffer<T> {
+    pub(crate) fn new(slice: PinnedHostSlice<T>) -> Self {
+        Self { slice }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.slice.len()
+    }
+
+    /// Whether the buffer holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.slice.is_empty()
+    }
+
+    /// The contents, once every copy queued into the buffer has finished.
+    pub fn as_slice(&self) -> Result<&[T]> {
+        Ok(self.slice.as_slice()?)
+    }
+
+    /// The contents for writing, once every copy queued into the buffer has finished.
+    pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
+        Ok(self.slice.as_mut_slice()?)
+    }
+}
+
+impl<T: DeviceRepr> DeviceBuffer<T> {
+    /// Queues a copy of the first `len` elements into the start of `dst` and returns at once;
+    /// [`PinnedBuffer::as_slice`] waits for it. Kernels queued later on the same GPU handle may
+    /// overlap the transfer.
+    pub fn copy_to_pinned_async(&self, len: usize, dst: &mut PinnedBuffer<T>) -> Result<()> {
+        check_fits(len, self.len())?;
+        check_fits(len, dst.slice.len())?;
+        let stream = self.slice.stream().clone();
+        stream.memcpy_dtoh(&self.slice.slice(..len), &mut dst.slice)?;
+        Ok(())
+    }
 }

@@ -8,11 +8,17 @@ use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags, CUresult};
 use cudarc::driver::{CudaContext, CudaModule, CudaStream, DeviceRepr, ValidAsZeroBits, result};
 use cudarc::nvrtc::Ptx;
 
-use crate::buffer::DeviceBuffer;
+use crate::buffer::{DeviceBuffer, PinnedBuffer};
 use crate::compile::{self, ComputeCapability};
 use crate::error::{GpuError, Result};
 use crate::launch::{Grid, Kernel, Launch};
 use crate::source::Module;
+
+/// The all-zero value of `T`.
+fn zeroed<T: ValidAsZeroBits>() -> T {
+    // SAFETY: `ValidAsZeroBits` promises that all-zero bytes are a valid `T`.
+    unsafe { std::mem::zeroed() }
+}
 
 /// Whether the CUDA driver library can be loaded (without panicking, as cudarc would).
 pub fn driver_present() -> bool {
@@ -199,6 +205,31 @@ impl Gpu {
             }),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// A zero-filled page-locked host buffer of `len` elements, for staging transfers.
+    ///
+    /// The memory is ordinary cached memory (not write-combined), so the CPU reads it at full
+    /// speed after the GPU has written it.
+    pub fn alloc_pinned<T: DeviceRepr + ValidAsZeroBits>(
+        &self,
+        len: usize,
+    ) -> Result<PinnedBuffer<T>> {
+        if len
+            .checked_mul(size_of::<T>())
+            .is_none_or(|bytes| bytes > isize::MAX as usize)
+        {
+            return Err(GpuError::OutOfMemory {
+                requested: usize::MAX,
+                free: 0,
+            });
+        }
+        // SAFETY: flags 0 ask for plain page-locked memory; the contents are zeroed below
+        // before anything can read them.
+        let slice = unsafe { self.context.alloc_pinned_with_flags::<T>(len, 0) }?;
+        let mut buffer = PinnedBuffer::new(slice);
+        buffer.as_mut_slice()?.fill_with(zeroed);
+        Ok(buffer)
     }
 
     /// A device buffer holding a copy of `data`.

@@ -67,7 +67,7 @@ mod launch;
 pub use error::{DriverError, GpuError, Result};
 
 #[cfg(feature = "cuda")]
-pub use buffer::DeviceBuffer;
+pub use buffer::{DeviceBuffer, PinnedBuffer};
 #[cfg(feature = "cuda")]
 pub use compile::{
     ComputeCapability, cache_dir, compile_module, compiler_present, compiler_version,

@@ -49,6 +49,16 @@ fn buffers_round_trip_and_oversized_allocations_fail_cleanly() {
         Err(GpuError::BufferTooSmall { .. })
     ));
 
+    let mut pinned = gpu.alloc_pinned::<u64>(1000).unwrap();
+    assert!(pinned.as_slice().unwrap().iter().all(|&x| x == 0));
+    buffer.copy_to_pinned_async(999, &mut pinned).unwrap();
+    assert_eq!(pinned.as_slice().unwrap()[..999], data[..999]);
+    assert_eq!(pinned.as_slice().unwrap()[999], 0);
+    assert!(matches!(
+        buffer.copy_to_pinned_async(1001, &mut pinned),
+        Err(GpuError::BufferTooSmall { .. })
+    ));
+
     let total = gpu.info().total_memory;
     match gpu.alloc_zeroed::<u8>(total + 1) {
         Err(GpuError::OutOfMemory { requested, free }) => assert!(requested > free),

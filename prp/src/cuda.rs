@@ -1,8 +1,9 @@
 //! The CUDA backend: kernels from `kernels/cuda/chacha.cu`, run through the `kernels` runtime.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, source};
+use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, PinnedBuffer, source};
+use rayon::prelude::*;
 
 use crate::Keystream;
 use crate::chacha::{BLOCK_BYTES, ChaCha, Rounds, check_block_range};
@@ -12,8 +13,9 @@ use crate::error::Error;
 /// warp reduction needs).
 const THREADS: u32 = 256;
 
-/// Keystream blocks generated per chunk when filling a host buffer (64 MiB of device memory).
-const HOST_CHUNK_BLOCKS: u64 = 1 << 20;
+/// Bytes generated per chunk when filling a host buffer: two such chunks of device memory and
+/// two of page-locked host memory are kept for the life of the backend.
+const STAGING_BYTES: usize = 16 << 20;
 
 /// Resident blocks per multiprocessor for the grid-stride digest kernel.
 const DIGEST_BLOCKS_PER_SM: u32 = 8;
@@ -42,6 +44,11 @@ impl StreamParams {
 
 /// The CUDA backend on one GPU.
 ///
+/// Host-buffer fills go through two staging chunks, so that the transfer of one chunk to the
+/// host overlaps the copy of the previous one into the caller's buffer; the staging memory is
+/// allocated at the first such fill and kept. Clones share it, and fills through one backend
+/// (or its clones) take turns.
+///
 /// ```no_run
 /// use prp::{ChaCha8, Cuda, Key, Keystream};
 ///
@@ -55,6 +62,37 @@ impl StreamParams {
 #[derive(Debug, Clone)]
 pub struct Cuda {
     gpu: Arc<Gpu>,
+    staging: Arc<Mutex<Option<Staging>>>,
+}
+
+/// Double buffers for host fills: chunk `i` uses slot `i % 2` of each.
+#[derive(Debug)]
+struct Staging {
+    device: [DeviceBuffer<u8>; 2],
+    host: [PinnedBuffer<u8>; 2],
+}
+
+impl Staging {
+    fn new(gpu: &Gpu) -> Result<Self, Error> {
+        Ok(Self {
+            device: [
+                gpu.alloc_zeroed(STAGING_BYTES)?,
+                gpu.alloc_zeroed(STAGING_BYTES)?,
+            ],
+            host: [
+                gpu.alloc_pinned(STAGING_BYTES)?,
+                gpu.alloc_pinned(STAGING_BYTES)?,
+            ],
+        })
+    }
+}
+
+/// Copies `src` into `dst` (equal lengths) on all cores.
+fn parallel_copy(dst: &mut [u8], src: &[u8]) {
+    const PIECE: usize = 1 << 20;
+    dst.par_chunks_mut(PIECE)
+        .zip(src.par_chunks(PIECE))
+        .for_each(|(d, s)| d.copy_from_slice(s));
 }
 
 impl Cuda {
@@ -65,7 +103,10 @@ impl Cuda {
 
     /// The backend on a GPU handle the caller opened (to pick a device or share one).
     pub fn on(gpu: Arc<Gpu>) -> Self {
-        Self { gpu }
+        Self {
+            gpu,
+            staging: Arc::default(),
+        }
     }
 
     /// The GPU this backend runs on.
@@ -96,6 +137,19 @@ impl Cuda {
         }
         let blocks = (out.len() / BLOCK_BYTES) as u64;
         check_block_range(counter, blocks)?;
+        self.launch_keystream(stream, counter, blocks, out)
+    }
+
+    /// Queues the keystream kernel for `blocks` blocks from `counter` into the start of `out`.
+    /// The caller has checked the counter range and that `out` holds `blocks * 64` bytes.
+    fn launch_keystream<R: Rounds>(
+        &self,
+        stream: &ChaCha<R>,
+        counter: u32,
+        blocks: u64,
+        out: &mut DeviceBuffer<u8>,
+    ) -> Result<(), Error> {
+        debug_assert!(blocks * BLOCK_BYTES as u64 <= out.len() as u64);
         if blocks == 0 {
             return Ok(());
         }
@@ -108,7 +162,7 @@ impl Cuda {
             .value(&blocks)
             .buffer_mut(out);
         // SAFETY: chacha{R}_keystream(ChaChaStream, u64 blocks, uint4* out) writes 64 bytes for
-        // each of `blocks` blocks, and `out` holds exactly `blocks * 64` bytes.
+        // each of `blocks` blocks, and `out` holds at least `blocks * 64` bytes.
         unsafe { launch.run() }?;
         Ok(())
     }
@@ -130,19 +184,32 @@ impl Keystream for Cuda {
         counter: u32,
         out: &mut [u8],
     ) -> Result<(), Error> {
-        let total_blocks = out.len().div_ceil(BLOCK_BYTES) as u64;
-        check_block_range(counter, total_blocks)?;
+        check_block_range(counter, out.len().div_ceil(BLOCK_BYTES) as u64)?;
         if out.is_empty() {
             return Ok(());
         }
-        let chunk_blocks = total_blocks.min(HOST_CHUNK_BLOCKS);
-        let chunk_bytes = chunk_blocks as usize * BLOCK_BYTES;
-        let mut device = self.gpu.alloc_zeroed::<u8>(chunk_bytes)?;
-        for (i, chunk) in out.chunks_mut(chunk_bytes).enumerate() {
+        let mut staging = self.staging.lock().unwrap_or_else(|p| p.into_inner());
+        let Staging { device, host } = match &mut *staging {
+            Some(staging) => staging,
+            empty @ None => empty.insert(Staging::new(&self.gpu)?),
+        };
+        // Chunk i: kernel and transfer into slot i % 2 are queued, then the host copies chunk
+        // i - 1 out of the other slot while the GPU works on chunk i.
+        let mut previous: Option<(usize, &mut [u8])> = None;
+        for (i, chunk) in out.chunks_mut(STAGING_BYTES).enumerate() {
+            let slot = i % 2;
+            let blocks = chunk.len().div_ceil(BLOCK_BYTES) as u64;
             // In range: every block of `out` was checked to fit the 32-bit counter.
-            let first = counter + (i as u64 * chunk_blocks) as u32;
-            self.fill_keystream_device(stream, first, &mut device)?;
-            device.copy_to_host(chunk)?;
+            let first = counter + (i * STAGING_BYTES / BLOCK_BYTES) as u32;
+            self.launch_keystream(stream, first, blocks, &mut device[slot])?;
+            device[slot].copy_to_pinned_async(chunk.len(), &mut host[slot])?;
+            if let Some((prev_slot, prev_chunk)) = previous.take() {
+                parallel_copy(prev_chunk, &host[prev_slot].as_slice()?[..prev_chunk.len()]);
+            }
+            previous = Some((slot, chunk));
+        }
+        if let Some((slot, chunk)) = previous {
+            parallel_copy(chunk, &host[slot].as_slice()?[..chunk.len()]);
         }
         Ok(())
     }
