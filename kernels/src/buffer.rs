@@ -1,6 +1,7 @@
 //! Typed device buffers.
 
-use cudarc::driver::{CudaSlice, DeviceRepr, PinnedHostSlice, ValidAsZeroBits};
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::{CudaEvent, CudaSlice, DeviceRepr, PinnedHostSlice, ValidAsZeroBits};
 
 use crate::error::{GpuError, Result};
 
@@ -69,11 +70,25 @@ fn check_fits(len: usize, capacity: usize) -> Result<()> {
 #[derive(Debug)]
 pub struct PinnedBuffer<T> {
     slice: PinnedHostSlice<T>,
+    /// Recorded after the last copy queued into the buffer. (cudarc records its own event for
+    /// pinned memory only when a context uses several streams, so this handle keeps one.)
+    copied: Option<CudaEvent>,
 }
 
 impl<T: DeviceRepr + ValidAsZeroBits> PinnedBuffer<T> {
     pub(crate) fn new(slice: PinnedHostSlice<T>) -> Self {
-        Self { slice }
+        Self {
+            slice,
+            copied: None,
+        }
+    }
+
+    /// Waits for the copies queued into the buffer.
+    fn wait(&self) -> Result<()> {
+        if let Some(event) = &self.copied {
+            event.synchronize()?;
+        }
+        Ok(())
     }
 
     /// Number of elements.
@@ -88,11 +103,13 @@ impl<T: DeviceRepr + ValidAsZeroBits> PinnedBuffer<T> {
 
     /// The contents, once every copy queued into the buffer has finished.
     pub fn as_slice(&self) -> Result<&[T]> {
+        self.wait()?;
         Ok(self.slice.as_slice()?)
     }
 
     /// The contents for writing, once every copy queued into the buffer has finished.
     pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
+        self.wait()?;
         Ok(self.slice.as_mut_slice()?)
     }
 }
@@ -106,6 +123,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         check_fits(len, dst.slice.len())?;
         let stream = self.slice.stream().clone();
         stream.memcpy_dtoh(&self.slice.slice(..len), &mut dst.slice)?;
+        dst.copied = Some(stream.record_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))?);
         Ok(())
     }
 }
