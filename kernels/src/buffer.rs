@@ -1,7 +1,9 @@
 //! Typed device buffers.
 
 use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::{CudaEvent, CudaSlice, DeviceRepr, PinnedHostSlice, ValidAsZeroBits};
+use cudarc::driver::{
+    CudaEvent, CudaSlice, DevicePtr, DeviceRepr, PinnedHostSlice, ValidAsZeroBits, result,
+};
 
 use crate::error::{GpuError, Result};
 
@@ -114,15 +116,34 @@ impl<T: DeviceRepr + ValidAsZeroBits> PinnedBuffer<T> {
     }
 }
 
+impl<T> Drop for PinnedBuffer<T> {
+    /// A copy still in flight must land before the memory is freed.
+    fn drop(&mut self) {
+        if let Some(event) = &self.copied {
+            let _ = event.synchronize();
+        }
+    }
+}
+
 impl<T: DeviceRepr> DeviceBuffer<T> {
     /// Queues a copy of the first `len` elements into the start of `dst` and returns at once;
     /// [`PinnedBuffer::as_slice`] waits for it. Kernels queued later on the same GPU handle may
     /// overlap the transfer.
-    pub fn copy_to_pinned_async(&self, len: usize, dst: &mut PinnedBuffer<T>) -> Result<()> {
+    pub fn copy_to_pinned_async(&self, len: usize, dst: &mut PinnedBuffer<T>) -> Result<()>
+    where
+        T: ValidAsZeroBits,
+    {
         check_fits(len, self.len())?;
-        check_fits(len, dst.slice.len())?;
+        check_fits(len, dst.len())?;
         let stream = self.slice.stream().clone();
-        stream.memcpy_dtoh(&self.slice.slice(..len), &mut dst.slice)?;
+        // cudarc's memcpy_dtoh would copy the whole pinned buffer; this copies `len` elements.
+        let host = &mut dst.as_mut_slice()?[..len];
+        let (src, record) = self.slice.device_ptr(&stream);
+        // SAFETY: `host` is `len` elements of page-locked memory owned by `dst`, which waits
+        // for this copy's event before any read, write or free; `src` holds at least `len`
+        // elements; the copy is ordered on the stream that owns this buffer.
+        unsafe { result::memcpy_dtoh_async(host, src, stream.cu_stream()) }?;
+        drop(record);
         dst.copied = Some(stream.record_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))?);
         Ok(())
     }
