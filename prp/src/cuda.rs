@@ -15,7 +15,7 @@ const THREADS: u32 = 256;
 
 /// Bytes generated per chunk when filling a host buffer: two such chunks of device memory and
 /// two of page-locked host memory are kept for the life of the backend.
-const STAGING_BYTES: usize = 16 << 20;
+const STAGING_BYTES: usize = 4 << 20;
 
 /// Resident blocks per multiprocessor for the grid-stride digest kernel.
 const DIGEST_BLOCKS_PER_SM: u32 = 8;

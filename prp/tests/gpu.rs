@@ -94,7 +94,7 @@ proptest! {
 fn gpu_fill_ends_at_the_last_counter_and_spans_host_chunks() {
     // Ends exactly at block 2^32 - 1.
     check_fill::<R8>([0xee; 32], [3, 2, 1], u32::MAX - 99, 100 * 64).unwrap();
-    // Several 16 MiB staging chunks with a partial final block, from an odd counter.
+    // Many staging chunks with a partial final block, from an odd counter.
     check_fill::<R8>([0x11; 32], [0, 0, 1], 12_345, (1 << 26) + (1 << 20) + 7).unwrap();
     // Several chunks whose last, short one ends exactly at block 2^32 - 1.
     let blocks: u32 = 3 * (1 << 18) + 100;
