@@ -15,7 +15,7 @@ const THREADS: u32 = 256;
 
 /// Bytes generated per chunk when filling a host buffer: two such chunks of device memory and
 /// two of page-locked host memory are kept for the life of the backend.
-const STAGING_BYTES: usize = 4 << 20;
+const STAGING_BYTES: usize = 8 << 20;
 
 /// Resident blocks per multiprocessor for the grid-stride digest kernel.
 const DIGEST_BLOCKS_PER_SM: u32 = 8;
@@ -87,9 +87,10 @@ impl Staging {
     }
 }
 
-/// Copies `src` into `dst` (equal lengths) on all cores.
+/// Copies `src` into `dst` (equal lengths) on all cores: pieces small enough that one staging
+/// chunk keeps every core of a large host busy.
 fn parallel_copy(dst: &mut [u8], src: &[u8]) {
-    const PIECE: usize = 1 << 20;
+    const PIECE: usize = 256 << 10;
     dst.par_chunks_mut(PIECE)
         .zip(src.par_chunks(PIECE))
         .for_each(|(d, s)| d.copy_from_slice(s));
