@@ -3,6 +3,7 @@
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
+use std::time::Duration;
 
 use prp::{ChaCha8, Cpu, Key, Keystream};
 
@@ -35,6 +36,19 @@ impl Default for Sizes {
             gpu_memory_blocks: 1 << 24,
         }
     }
+}
+
+/// A row of `blocks` 64-byte blocks.
+fn blocks_row(primitive: &str, backend: &str, blocks: u64, time: Duration, check: Check) -> Row {
+    row(
+        primitive,
+        backend,
+        blocks,
+        "blocks",
+        blocks * 64,
+        time,
+        check,
+    )
 }
 
 /// What the CPU rows computed, for checking the GPU against.
@@ -71,33 +85,9 @@ pub fn cpu_rows(sizes: Sizes, stream: &ChaCha8) -> Result<(Vec<Row>, Reference),
     let mut keystream = vec![0u8; bytes as usize];
     let ((), fill_time) = median_of(3, || wall(|| Cpu.fill_keystream(stream, 0, &mut keystream)))?;
     let rows = vec![
-        row(
-            DIGEST,
-            &backend,
-            blocks,
-            "blocks",
-            bytes,
-            digest_time,
-            Check::Reference,
-        ),
-        row(
-            TO_MEMORY,
-            &backend,
-            blocks,
-            "blocks",
-            bytes,
-            fill_time,
-            Check::Reference,
-        ),
-        row(
-            TO_HOST,
-            &backend,
-            blocks,
-            "blocks",
-            bytes,
-            fill_time,
-            Check::Reference,
-        ),
+        blocks_row(DIGEST, &backend, blocks, digest_time, Check::Reference),
+        blocks_row(TO_MEMORY, &backend, blocks, fill_time, Check::Reference),
+        blocks_row(TO_HOST, &backend, blocks, fill_time, Check::Reference),
     ];
     Ok((rows, Reference { digest, keystream }))
 }
@@ -119,15 +109,7 @@ pub fn cuda_rows(
     let blocks = sizes.gpu_digest_blocks;
     let (_, time) = median_of(5, || gpu.time(|| cuda.keystream_digest(stream, 0, blocks)))?;
     let check = Check::from_equal(same, "digest differs from the CPU's");
-    rows.push(row(
-        DIGEST,
-        &backend,
-        blocks,
-        "blocks",
-        blocks * 64,
-        time,
-        check,
-    ));
+    rows.push(blocks_row(DIGEST, &backend, blocks, time, check));
 
     // Keystream into device memory; its prefix is checked against the CPU's after timing.
     let blocks = sizes.gpu_memory_blocks;
@@ -139,15 +121,7 @@ pub fn cuda_rows(
     device.copy_to_host(&mut prefix)?;
     let same = prefix == reference.keystream[..prefix.len()];
     let check = Check::from_equal(same, "keystream differs from the CPU's");
-    rows.push(row(
-        TO_MEMORY,
-        &backend,
-        blocks,
-        "blocks",
-        blocks * 64,
-        time,
-        check,
-    ));
+    rows.push(blocks_row(TO_MEMORY, &backend, blocks, time, check));
     drop(device);
 
     // Keystream into a host buffer, the transfer included.
@@ -158,14 +132,6 @@ pub fn cuda_rows(
         host == reference.keystream,
         "keystream differs from the CPU's",
     );
-    rows.push(row(
-        TO_HOST,
-        &backend,
-        blocks,
-        "blocks",
-        blocks * 64,
-        time,
-        check,
-    ));
+    rows.push(blocks_row(TO_HOST, &backend, blocks, time, check));
     Ok(rows)
 }

@@ -197,6 +197,10 @@ impl Gpu {
         if requested > free {
             return Err(GpuError::OutOfMemory { requested, free });
         }
+        if len == 0 {
+            // The driver rejects zero-byte allocations; cudarc has an empty slice for this.
+            return Ok(DeviceBuffer::new(self.stream.null::<T>()?));
+        }
         match self.stream.alloc_zeros::<T>(len) {
             Ok(slice) => Ok(DeviceBuffer::new(slice)),
             Err(e) if e.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY => Err(GpuError::OutOfMemory {

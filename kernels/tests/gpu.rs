@@ -49,6 +49,10 @@ fn buffers_round_trip_and_oversized_allocations_fail_cleanly() {
         Err(GpuError::BufferTooSmall { .. })
     ));
 
+    let empty = gpu.upload::<u32>(&[]).unwrap();
+    assert!(empty.is_empty());
+    assert!(empty.to_host().unwrap().is_empty());
+
     let mut pinned = gpu.alloc_pinned::<u64>(1000).unwrap();
     assert!(pinned.as_slice().unwrap().iter().all(|&x| x == 0));
     buffer.copy_to_pinned_async(999, &mut pinned).unwrap();

@@ -4,6 +4,7 @@ use std::sync::{Arc, Mutex};
 
 use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, PinnedBuffer, source};
 use rayon::prelude::*;
+use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use crate::Keystream;
 use crate::chacha::{BLOCK_BYTES, ChaCha, Rounds, check_block_range};
@@ -21,9 +22,10 @@ const STAGING_BYTES: usize = 16 << 20;
 /// Resident blocks per multiprocessor for the grid-stride digest kernel.
 const DIGEST_BLOCKS_PER_SM: u32 = 8;
 
-/// The kernels' `ChaChaStream` parameter: key words, nonce words, first block counter.
+/// The kernels' `ChaChaStream` parameter: key words, nonce words, first block counter. It holds
+/// the key, so it has no `Debug` and is zeroed on drop.
 #[repr(C)]
-#[derive(Debug, Clone, Copy)]
+#[derive(Zeroize, ZeroizeOnDrop)]
 struct StreamParams {
     key: [u32; 8],
     nonce: [u32; 3],
