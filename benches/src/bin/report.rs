@@ -99,18 +99,7 @@ fn run(args: &Args) -> Result<bool, String> {
         Ok(gpu) => rows.extend(gpu),
         Err(why) => machine.gpu_missing = Some(why),
     }
-    let reference_rate = |primitive: &str| {
-        rows.iter()
-            .find(|r| r.primitive == primitive && r.check == Check::Reference)
-            .map(Row::items_per_second)
-    };
-    let rates: Vec<(String, Option<f64>)> = rows
-        .iter()
-        .map(|r| (r.primitive.clone(), reference_rate(&r.primitive)))
-        .collect();
-    table::set_speedups(&mut rows, |p| {
-        rates.iter().find(|(q, _)| q == p).and_then(|(_, r)| *r)
-    });
+    table::set_speedups(&mut rows);
 
     let mut header = format!("CPU: {} threads\n", machine.cpu_threads);
     match (&machine.gpu, &machine.gpu_missing) {
