@@ -2,9 +2,12 @@
 
 use rayon::prelude::*;
 
-use crate::Keystream;
 use crate::chacha::{BLOCK_BYTES, ChaCha, Rounds, add_into, check_block_range};
 use crate::error::Error;
+use crate::full_domain::{self, Direction, check_batch, look_up, table_pays};
+use crate::pmns::Pmns;
+use crate::swap_or_not::{Permutation, forward_through, inverse_through};
+use crate::{Evaluator, Keystream};
 
 /// Blocks per rayon task: large enough that scheduling costs nothing next to the rounds.
 const BLOCKS_PER_TASK: usize = 1024;
@@ -18,7 +21,11 @@ fn block_bytes(words: &[u32; 16]) -> [u8; BLOCK_BYTES] {
     bytes
 }
 
-/// The CPU reference backend. Uses every core through rayon.
+/// A batch of at least `N >> 5` values goes through a whole-domain table (see the crate docs).
+const TABLE_FRACTION_LOG2: u32 = 5;
+
+/// The CPU reference backend. Uses every core through rayon (run it inside a
+/// `rayon::ThreadPool::install` to choose the thread count).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Cpu;
 
@@ -76,5 +83,50 @@ impl Keystream for Cpu {
                 },
             );
         Ok(digest)
+    }
+}
+
+impl Cpu {
+    /// `P` or `P^-1` of every value, directly or through a table, whichever is cheaper.
+    fn batch<P: Permutation>(
+        prp: &P,
+        values: &mut [u64],
+        direction: Direction,
+    ) -> Result<(), Error> {
+        check_batch(values, prp.domain())?;
+        if table_pays(prp.domain(), values.len(), TABLE_FRACTION_LOG2) {
+            look_up(&full_domain::table(prp, direction)?, values);
+            return Ok(());
+        }
+        let stages = prp.stages();
+        values.par_iter_mut().with_min_len(16).for_each(|v| {
+            *v = match direction {
+                Direction::Forward => forward_through(stages, *v),
+                Direction::Inverse => inverse_through(stages, *v),
+            }
+        });
+        Ok(())
+    }
+}
+
+impl Evaluator for Cpu {
+    fn forward_batch<P: Permutation>(&self, prp: &P, values: &mut [u64]) -> Result<(), Error> {
+        Self::batch(prp, values, Direction::Forward)
+    }
+
+    fn inverse_batch<P: Permutation>(&self, prp: &P, values: &mut [u64]) -> Result<(), Error> {
+        Self::batch(prp, values, Direction::Inverse)
+    }
+
+    fn forward_table<P: Permutation>(&self, prp: &P) -> Result<Vec<u32>, Error> {
+        full_domain::table(prp, Direction::Forward)
+    }
+
+    fn inverse_table<P: Permutation>(&self, prp: &P) -> Result<Vec<u32>, Error> {
+        full_domain::table(prp, Direction::Inverse)
+    }
+
+    fn bin_boundaries<R: Rounds>(&self, pmns: &Pmns<R>) -> Result<Vec<u64>, Error> {
+        Ok(pmns.boundaries_cpu())
     }
 }
