@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{
     CudaFunction, CudaStream, DeviceRepr, LaunchArgs, LaunchConfig, PushKernelArg,
 };
@@ -27,6 +28,15 @@ impl Kernel {
     /// The kernel's `extern "C"` name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Lets launches of this kernel use up to `bytes` of dynamic shared memory (above the
+    /// default 48 KiB; up to 227 KiB on Hopper). Errors if the device allows less.
+    pub fn allow_shared_bytes(&self, bytes: u32) -> Result<()> {
+        let attribute = CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+        self.function
+            .set_attribute(attribute, i32::try_from(bytes).unwrap_or(i32::MAX))?;
+        Ok(())
     }
 
     /// Registers per thread, as compiled (for tuning and reports).

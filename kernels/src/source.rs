@@ -24,8 +24,14 @@ pub const CHACHA: Module = Module {
     source: include_str!("../cuda/chacha.cu"),
 };
 
+/// SwapOrNot, Sometimes-Recurse and multinomial-sampler kernels for 8, 12 and 20 rounds.
+pub const PRP: Module = Module {
+    name: "prp",
+    source: include_str!("../cuda/prp.cu"),
+};
+
 /// Every kernel module of the workspace (the NVRTC compile test walks this list).
-pub const MODULES: &[Module] = &[CHACHA];
+pub const MODULES: &[Module] = &[CHACHA, PRP];
 
 #[cfg(test)]
 mod tests {

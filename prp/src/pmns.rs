@@ -96,7 +96,8 @@ impl<R: Rounds> Pmns<R> {
         self.bins_log2
     }
 
-    /// The key.
+    /// The key (for the GPU kernels).
+    #[cfg(feature = "cuda")]
     pub(crate) fn key(&self) -> &Key {
         &self.key
     }

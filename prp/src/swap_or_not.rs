@@ -98,7 +98,8 @@ impl<R: Rounds> SwapOrNot<R> {
         self.stage
     }
 
-    /// The key.
+    /// The key (for the GPU kernels).
+    #[cfg(feature = "cuda")]
     pub(crate) fn key(&self) -> &Key {
         &self.key
     }

@@ -119,7 +119,7 @@ pub fn pmns_range(key: &[u8; 32], m: u64, b: u32, y: u64) -> (u64, u64) {
     for level in 0..b {
         let l = left(key, level, index, n);
         if y >> (b - 1 - level) & 1 == 0 {
-            index = 2 * index;
+            index *= 2;
             n = l;
         } else {
             index = 2 * index + 1;

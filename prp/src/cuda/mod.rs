@@ -1,4 +1,7 @@
-//! The CUDA backend: kernels from `kernels/cuda/chacha.cu`, run through the `kernels` runtime.
+//! The CUDA backend: keystream kernels from `kernels/cuda/chacha.cu` (here) and the
+//! permutation kernels of `kernels/cuda/prp.cu` (`evaluate.rs`), run through `kernels`.
+
+mod evaluate;
 
 use std::sync::{Arc, Mutex};
 
