@@ -256,7 +256,10 @@ impl Cuda {
                 let k = stage.round_keys()[round as usize];
                 let launch = self
                     .gpu
-                    .launch(&swap_pairs, Grid::cover(pairs.div_ceil(SWAP_PAIRS_PER_THREAD), THREADS))
+                    .launch(
+                        &swap_pairs,
+                        Grid::cover(pairs.div_ceil(SWAP_PAIRS_PER_THREAD), THREADS),
+                    )
                     .buffer(&bits)
                     .value(&row)
                     .value(&k)
