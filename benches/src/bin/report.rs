@@ -12,8 +12,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use benches::chacha;
 use benches::table::{self, Check, Row};
+use benches::{chacha, prp as permutations};
 use clap::Parser;
 use serde::Serialize;
 
@@ -53,6 +53,7 @@ fn gpu_rows(
     machine: &mut Machine,
     stream: &prp::ChaCha8,
     reference: &chacha::Reference,
+    permutations: (&permutations::Workload, &permutations::Reference),
 ) -> Result<Vec<Row>, String> {
     if args.cpu_only {
         return Err("--cpu-only was given".to_owned());
@@ -69,7 +70,12 @@ fn gpu_rows(
     ));
     machine.cuda_driver = kernels::driver_version().ok().map(version);
     machine.nvrtc = kernels::compiler_version().ok().map(version);
-    chacha::cuda_rows(&cuda, chacha::Sizes::default(), stream, reference).map_err(|e| e.to_string())
+    let mut rows = chacha::cuda_rows(&cuda, chacha::Sizes::default(), stream, reference)
+        .map_err(|e| e.to_string())?;
+    eprintln!("running the permutations on the GPU ...");
+    let (work, reference) = permutations;
+    rows.extend(permutations::cuda_rows(&cuda, work, reference).map_err(|e| e.to_string())?);
+    Ok(rows)
 }
 
 #[cfg(not(feature = "cuda"))]
@@ -78,6 +84,7 @@ fn gpu_rows(
     _: &mut Machine,
     _: &prp::ChaCha8,
     _: &chacha::Reference,
+    _: (&permutations::Workload, &permutations::Reference),
 ) -> Result<Vec<Row>, String> {
     Err("built without the `cuda` feature".to_owned())
 }
@@ -94,8 +101,19 @@ fn run(args: &Args) -> Result<bool, String> {
     eprintln!("running ChaCha8 on the CPU ...");
     let (mut rows, reference) =
         chacha::cpu_rows(chacha::Sizes::default(), &stream).map_err(|e| e.to_string())?;
+    eprintln!("running the permutations on the CPU (the whole-domain table takes a while) ...");
+    let err = |e: prp::Error| e.to_string();
+    let work = permutations::Workload::new(permutations::Sizes::default()).map_err(err)?;
+    let (cpu_rows, prp_reference) = permutations::cpu_rows(&work).map_err(err)?;
+    rows.extend(cpu_rows);
     eprintln!("running ChaCha8 on the GPU ...");
-    match gpu_rows(args, &mut machine, &stream, &reference) {
+    match gpu_rows(
+        args,
+        &mut machine,
+        &stream,
+        &reference,
+        (&work, &prp_reference),
+    ) {
         Ok(gpu) => rows.extend(gpu),
         Err(why) => machine.gpu_missing = Some(why),
     }
