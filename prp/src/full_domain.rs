@@ -96,8 +96,8 @@ fn swap_mirrored_pairs(segment: &mut [u32], offset: u64, bits: &[u32]) {
         });
 }
 
-/// Whether a batch of `len` values over `[0, domain)` is cheaper through a whole-domain
-/// table: it must hold at least `domain >> fraction_log2` values, and the table must exist.
+/// Whether a batch of `len` values over `[0, domain)` goes through a whole-domain table on
+/// the CPU: it must hold at least `domain >> fraction_log2` values, and the table must exist.
 pub(crate) fn table_pays(domain: u64, len: usize, fraction_log2: u32) -> bool {
     domain <= MAX_TABLE_DOMAIN && len as u64 >= domain >> fraction_log2
 }

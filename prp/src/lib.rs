@@ -11,7 +11,7 @@
 //!   round counts derived from the security parameter `lambda` (128 by default).
 //! - [`Pmns`]: the pseudorandom multinomial sampler of `m` balls into `2^b` bins.
 //! - [`Iprf`]: the invertible PRF `F(k, x) = S(kS, P(kP, x))` and its preimage sets.
-//! - [`derive`] and [`tags`]: key derivation and nonce tags shared with `pir-hints`.
+//! - [`derive()`] and [`tags`]: key derivation and nonce tags shared with `pir-hints`.
 //!
 //! Everything is keyed by ChaCha8 unless built `with_variant(R12, ..)` or `(R20, ..)`.
 //! Keys ([`Key`]) never print their bytes and are zeroed on drop, as are round keys.
@@ -33,13 +33,23 @@
 //! # Swap-bit tables and where they pay
 //!
 //! A round's swap bit for `Xh` comes from one ChaCha block that serves 512 consecutive `Xh`,
-//! so a round's bits for a whole domain cost `N / 512` blocks. Evaluating values one by one
-//! costs one block per value per round. Whole-domain tables are therefore built round by
-//! round from bit tables (see `full_domain.rs`: each round is a sequential pass over the
-//! table), and a batch switches to "build the table, then look each value up" once it holds
-//! at least `N / 32` values on the CPU or `N / 8` on the GPU (and `N <= 2^32`). Below that
-//! the batch runs one ChaCha block per value per round, with the round keys computed once
-//! per key and, on the GPU, read through the cache next to the cores.
+//! so a round's bits for a whole domain cost `N / 512` blocks, where evaluating values one by
+//! one costs a block per value per round. Whole-domain tables are therefore built round by
+//! round from bit tables (`full_domain.rs`: each round is one sequential pass of pair swaps
+//! over the table), and a batch switches to "build the table, then look every value up" when
+//! that is cheaper (and `N <= 2^32`):
+//!
+//! - on the CPU, from `N / 32` values;
+//! - on the GPU, by a cost model fitted on an H100. Measured there: SwapOrNot over `2^17`
+//!   with 759 rounds evaluates 70 M values/s one by one and builds its table in 2.5 ms, so
+//!   the crossover lies near `N` values (`2^24` values then take 3 ms: 5.6 G values/s);
+//!   Sometimes-Recurse over `2^25` evaluates 10 M values/s one by one (a warp runs every stage
+//!   any of its values reaches) and builds its table in 170 ms, so the crossover lies near
+//!   `N / 20` values.
+//!
+//! Below the crossover each value runs one ChaCha block per round, with the round keys
+//! computed once per key (on the host, when the permutation is made) and read on the GPU
+//! through the read-only cache next to the cores.
 //!
 //! # Cross-checking
 //!

@@ -6,7 +6,8 @@
 //!   pair swaps over the table with the swap bits from a bit table built a batch of rounds at a
 //!   time; the rounds over domains of at most [`SMALL_DOMAIN`] values (the last stages of a
 //!   Sometimes-Recurse PRP, thousands of short rounds) run in one kernel in shared memory.
-//! - Batches of at least `N / 8` values build the table and look every value up.
+//! - Batches large enough to pay for it (a cost model, [`table_pays`]) build the table and
+//!   look every value up.
 //! - The sampler's tree is built level by level, the ChaCha blocks of each node's popcount
 //!   spread over thread blocks.
 //!
@@ -20,7 +21,9 @@ use super::Cuda;
 use crate::Evaluator;
 use crate::chacha::Rounds;
 use crate::error::Error;
-use crate::full_domain::{Direction, check_batch, check_table_domain, gather_order, table_pays};
+use crate::full_domain::{
+    Direction, MAX_TABLE_DOMAIN, check_batch, check_table_domain, gather_order,
+};
 use crate::key::Key;
 use crate::pmns::Pmns;
 use crate::swap_or_not::{BITS_PER_BLOCK, Permutation, SwapOrNot};
@@ -28,8 +31,42 @@ use crate::swap_or_not::{BITS_PER_BLOCK, Permutation, SwapOrNot};
 /// Threads per block of the grid-wide kernels.
 const THREADS: u32 = 256;
 
-/// A batch of at least `N >> 3` values goes through a whole-domain table.
-const TABLE_FRACTION_LOG2: u32 = 3;
+/// Cost model of [`table_pays`], fitted to an H100 (BENCHMARKS.md, 2026-11-21): seconds per
+/// round of one warp in the random-access kernel (a ChaCha block per lane), ...
+const DIRECT_ROUND_SECONDS: f64 = 1.8e-11;
+/// ... per table entry and round of a whole-domain table, ...
+const TABLE_ENTRY_ROUND_SECONDS: f64 = 2.5e-12;
+/// ... per round over more than [`SMALL_DOMAIN`] values (two kernel launches), ...
+const LARGE_ROUND_SECONDS: f64 = 3e-6;
+/// ... and per round in the shared-memory kernel.
+const SMALL_ROUND_SECONDS: f64 = 5e-7;
+
+/// Whether `len` values are cheaper through a whole-domain table than one by one.
+///
+/// One by one, a warp runs every round of every stage that any of its 32 values reaches (a
+/// value reaches stage `s` with probability `N_s / N`); the table costs a pass per round.
+/// For SwapOrNot over `2^17` with 759 rounds the crossover is near `N` values (the table is
+/// 759 short rounds, 2.5 ms); for Sometimes-Recurse over `2^25` near `N / 20` (170 ms).
+fn table_pays<P: Permutation>(prp: &P, len: usize) -> bool {
+    let domain = prp.domain();
+    if domain > MAX_TABLE_DOMAIN {
+        return false;
+    }
+    let (mut direct, mut table) = (0.0, 0.0);
+    for stage in prp.stages() {
+        let rounds = f64::from(stage.rounds());
+        let share = stage.domain() as f64 / domain as f64;
+        let warp_reaches = 1.0 - (1.0 - share).powi(32);
+        direct += rounds * warp_reaches * DIRECT_ROUND_SECONDS;
+        let per_round = if stage.domain() <= SMALL_DOMAIN {
+            SMALL_ROUND_SECONDS
+        } else {
+            LARGE_ROUND_SECONDS
+        };
+        table += rounds * (stage.domain() as f64 * TABLE_ENTRY_ROUND_SECONDS + per_round);
+    }
+    table < direct * len as f64
+}
 
 /// Rounds over domains up to this size run in shared memory (`SMALL_DOMAIN` in prp.cu).
 pub const SMALL_DOMAIN: u64 = 32768;
@@ -321,8 +358,9 @@ impl Cuda {
         Ok(())
     }
 
-    /// `P(x)` for every `x` in device memory, through a whole-domain table when the batch holds
-    /// at least `N / 8` values, else directly. Returns without waiting for the GPU.
+    /// `P(x)` for every `x` in device memory, through a whole-domain table when the batch is
+    /// large enough to pay for it (see the crate docs), else directly. Returns without waiting
+    /// for the GPU.
     ///
     /// Values must be below `N` (as [`Evaluator::forward_batch`] checks); others come out
     /// unspecified, but nothing outside the buffers is touched.
@@ -349,7 +387,7 @@ impl Cuda {
         values: &mut DeviceBuffer<u64>,
         direction: Direction,
     ) -> Result<(), Error> {
-        if !table_pays(prp.domain(), values.len(), TABLE_FRACTION_LOG2) {
+        if !table_pays(prp, values.len()) {
             return self.batch_direct_device(prp, values, direction == Direction::Inverse);
         }
         let table = self.table_device(prp, direction)?;
