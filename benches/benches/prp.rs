@@ -17,15 +17,7 @@ use prp::{Cpu, Evaluator, Key, SometimesRecurse, SwapOrNot};
 
 /// Random values below `domain` (a fixed seed: the same inputs in every run).
 fn values(domain: u64, len: usize) -> Vec<u64> {
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % domain
-        })
-        .collect()
+    benches::prp::xorshift_values(0x9e37_79b9_7f4a_7c15, len, domain)
 }
 
 fn key() -> Key {

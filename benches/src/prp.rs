@@ -54,9 +54,10 @@ pub struct Workload {
     sr_inputs: Vec<u64>,
 }
 
-/// Random u64s from the process's random hasher seeds.
-fn random_values(len: usize, domain: u64) -> Vec<u64> {
-    let mut state = RandomState::new().build_hasher().finish() | 1;
+/// `len` values below `domain` from a xorshift generator started at `seed` (a fixed seed in
+/// the criterion bench, a fresh one in the report).
+pub fn xorshift_values(seed: u64, len: usize, domain: u64) -> Vec<u64> {
+    let mut state = seed | 1;
     (0..len)
         .map(|_| {
             state ^= state << 13;
@@ -65,6 +66,11 @@ fn random_values(len: usize, domain: u64) -> Vec<u64> {
             state % domain
         })
         .collect()
+}
+
+/// Values below `domain` from a seed fresh for this process.
+fn random_values(len: usize, domain: u64) -> Vec<u64> {
+    xorshift_values(RandomState::new().build_hasher().finish(), len, domain)
 }
 
 fn fresh_key() -> Key {
