@@ -1,11 +1,200 @@
-//! Rescue Prime (Rp64_256) hashing and Merkle trees.
-//!
-//! **Status: not implemented yet.** This crate will provide the Rp64_256 permutation over the
-//! field p = 2^64 - 2^32 + 1, `merge` and `hash_elements`, Merkle tree construction and
-//! proofs, with a CPU reference and a CUDA backend behind one trait.
+//! Rescue Prime (Rp64_256) hashing and Merkle trees on the CPU and on CUDA GPUs,
+//! bit-compatible with winter-crypto 0.13.1.
 //!
 //! It follows section "merkle: Rescue Prime Rp64_256" of the workspace's `SPEC.md`:
-//! bit-compatible with `winter-crypto` 0.13.1 `Rp64_256` and its `MerkleTree`, digests in
-//! canonical form at the API.
+//!
+//! - [`Felt`]: the Goldilocks field p = 2^64 - 2^32 + 1, canonical form at the API;
+//! - [`rescue`]: the Rp64_256 permutation, [`rescue::merge`] and [`rescue::hash_elements`],
+//!   equal to winter-crypto's `Rp64_256::merge` and `Rp64_256::hash_elements`;
+//! - [`MerkleTree`]: trees from leaf digests or from rows of elements, in one call or as a
+//!   batch of equal-size trees; root, every node, a Merkle cap; single paths and compact
+//!   [`BatchProof`]s with their CPU verification.
+//!
+//! Every build goes through the [`MerkleBackend`] trait, implemented by [`Cpu`] (rayon),
+//! [`Cuda`] (feature `cuda`, on by default) and [`Backend`], which picks the GPU when one
+//! is usable. Results are identical on every backend.
+//!
+//! # Example
+//!
+//! ```
+//! use merkle::{Backend, Felt, MerkleTree, rescue};
+//!
+//! # fn main() -> Result<(), merkle::Error> {
+//! let backend = Backend::Cpu(merkle::Cpu); // or Backend::best()
+//! // 16 rows of 10 field elements; leaf j = hash_elements(row j).
+//! let elements: Vec<Felt> = (0..160u32).map(Felt::from).collect();
+//! let tree = MerkleTree::from_rows(&backend, &elements, 10)?;
+//! assert_eq!(tree.leaves()[3], rescue::hash_elements(&elements[30..40]));
+//!
+//! let proof = tree.prove_batch(&[3, 4, 9])?;
+//! let opened = [tree.leaves()[3], tree.leaves()[4], tree.leaves()[9]];
+//! MerkleTree::verify_batch(tree.root(), &[3, 4, 9], &opened, &proof)?;
+//! # Ok(()) }
+//! ```
+//!
+//! # Interoperability (feature `winter`, on by default)
+//!
+//! [`winter`] converts digests and elements to and from winter-crypto's types and provides
+//! [`winter::GpuMerkleTree`], an implementation of winter-crypto's `VectorCommitment` for
+//! `Rp64_256`, so a Winterfell prover commits with this crate's trees (on the GPU when one is
+//! present) by naming it as its vector commitment.
+//!
+//! # Cross-checking
+//!
+//! `tests/winter.rs` compares hashes, trees, paths and batch proofs with winter-crypto on
+//! random inputs; `tests/gpu.rs` (ignored without a GPU) compares the CUDA backend with the
+//! CPU one.
 
-#![forbid(unsafe_code)]
+#![cfg_attr(not(feature = "cuda"), forbid(unsafe_code))]
+
+mod cpu;
+#[cfg(feature = "cuda")]
+mod cuda;
+mod digest;
+mod error;
+mod field;
+mod proof;
+pub mod rescue;
+mod tree;
+#[cfg(feature = "winter")]
+pub mod winter;
+
+pub use cpu::Cpu;
+#[cfg(feature = "cuda")]
+pub use cuda::Cuda;
+pub use digest::Digest;
+pub use error::Error;
+pub use field::{Felt, MODULUS};
+pub use proof::BatchProof;
+pub use tree::{MerkleTree, flatten_rows, pad_leaves};
+
+/// Builds Merkle trees and hashes rows: the operation every backend provides.
+///
+/// The methods work on the node-array layout of [`MerkleTree`] so that the caller owns the
+/// memory; most users call [`MerkleTree::build`], [`MerkleTree::build_batch`] and
+/// [`MerkleTree::from_rows`] instead.
+pub trait MerkleBackend {
+    /// A human-readable name ("cpu (16 threads)", "cuda: NVIDIA H100 ...").
+    fn name(&self) -> String;
+
+    /// `nodes` holds one or more trees of `leaves_per_tree` leaves each, back to back, each
+    /// as `2 * leaves_per_tree` digests with its leaves in the upper half. Fills in every
+    /// internal node (`nodes[1..leaves_per_tree]` of each tree).
+    fn build_nodes(&self, nodes: &mut [Digest], leaves_per_tree: usize) -> Result<(), Error>;
+
+    /// `out[j] = hash_elements(row j)` for the row-major matrix of `width` columns in
+    /// `elements`; `out` has one digest per row.
+    fn hash_rows(&self, elements: &[Felt], width: usize, out: &mut [Digest]) -> Result<(), Error>;
+
+    /// Fills `nodes` (the `2n` node array of one tree) from the rows of `elements`: the leaves
+    /// are the row hashes, then every internal node. Backends may fuse the two steps.
+    fn build_nodes_from_rows(
+        &self,
+        elements: &[Felt],
+        width: usize,
+        nodes: &mut [Digest],
+    ) -> Result<(), Error> {
+        let leaves = nodes.len() / 2;
+        self.hash_rows(elements, width, &mut nodes[leaves..])?;
+        self.build_nodes(nodes, leaves)
+    }
+
+    /// The Merkle cap of height `height` (the `2^height` nodes of that level) of the tree over
+    /// `leaves`, for callers that keep only the cap. Backends may skip bringing the other
+    /// nodes back.
+    fn build_cap(&self, leaves: &[Digest], height: u32) -> Result<Vec<Digest>, Error> {
+        Ok(MerkleTree::build(self, leaves)?.cap(height)?.to_vec())
+    }
+}
+
+/// Checks that a tree of `leaves` leaves can be built.
+pub(crate) fn check_leaf_count(leaves: usize) -> Result<(), Error> {
+    if leaves < 2 {
+        return Err(Error::TooFewLeaves { leaves });
+    }
+    if !leaves.is_power_of_two() {
+        return Err(Error::NotPowerOfTwo { leaves });
+    }
+    Ok(())
+}
+
+/// Checks a node array of whole trees of `leaves_per_tree` leaves.
+pub(crate) fn check_batch(nodes: usize, leaves_per_tree: usize) -> Result<(), Error> {
+    check_leaf_count(leaves_per_tree)?;
+    if nodes == 0 || nodes % (2 * leaves_per_tree) != 0 {
+        return Err(Error::UnevenBatch {
+            leaves: nodes / 2,
+            trees: nodes.div_ceil(2 * leaves_per_tree).max(1),
+        });
+    }
+    Ok(())
+}
+
+/// Checks `len` elements against rows of `width` and an output of `rows` digests.
+pub(crate) fn check_rows(len: usize, width: usize, rows: usize) -> Result<(), Error> {
+    if width == 0 {
+        return Err(Error::EmptyRows);
+    }
+    if len % width != 0 || len / width != rows {
+        return Err(Error::PartialRow { len, width });
+    }
+    Ok(())
+}
+
+/// A backend chosen at run time: the GPU when one is usable, the CPU otherwise.
+#[derive(Debug, Clone)]
+pub enum Backend {
+    /// The CPU reference.
+    Cpu(Cpu),
+    /// The CUDA backend.
+    #[cfg(feature = "cuda")]
+    Cuda(Cuda),
+}
+
+impl Backend {
+    /// The CUDA backend if a GPU, its driver and NVRTC are present; otherwise the CPU, saying
+    /// why on standard error.
+    pub fn best() -> Self {
+        #[cfg(feature = "cuda")]
+        match Cuda::new() {
+            Ok(cuda) => return Backend::Cuda(cuda),
+            Err(why) => eprintln!("merkle: using the CPU backend: {why}"),
+        }
+        Backend::Cpu(Cpu)
+    }
+
+    fn as_dyn(&self) -> &dyn MerkleBackend {
+        match self {
+            Backend::Cpu(cpu) => cpu,
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(cuda) => cuda,
+        }
+    }
+}
+
+impl MerkleBackend for Backend {
+    fn name(&self) -> String {
+        self.as_dyn().name()
+    }
+
+    fn build_nodes(&self, nodes: &mut [Digest], leaves_per_tree: usize) -> Result<(), Error> {
+        self.as_dyn().build_nodes(nodes, leaves_per_tree)
+    }
+
+    fn hash_rows(&self, elements: &[Felt], width: usize, out: &mut [Digest]) -> Result<(), Error> {
+        self.as_dyn().hash_rows(elements, width, out)
+    }
+
+    fn build_nodes_from_rows(
+        &self,
+        elements: &[Felt],
+        width: usize,
+        nodes: &mut [Digest],
+    ) -> Result<(), Error> {
+        self.as_dyn().build_nodes_from_rows(elements, width, nodes)
+    }
+
+    fn build_cap(&self, leaves: &[Digest], height: u32) -> Result<Vec<Digest>, Error> {
+        self.as_dyn().build_cap(leaves, height)
+    }
+}
