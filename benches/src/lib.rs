@@ -2,6 +2,7 @@
 //! report table, and one module per primitive that runs it on every available backend.
 
 pub mod chacha;
+pub mod merkle;
 pub mod prp;
 pub mod table;
 

@@ -31,18 +31,29 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
 
     /// Copies `data` into the start of the buffer (`data` may be shorter than the buffer).
     pub fn copy_from_host(&mut self, data: &[T]) -> Result<()> {
-        check_fits(data.len(), self.len())?;
-        let stream = self.slice.stream().clone();
-        let mut head = self.slice.slice_mut(..data.len());
-        stream.memcpy_htod(data, &mut head)?;
-        Ok(())
+        self.copy_from_host_at(0, data)
     }
 
     /// Copies the first `out.len()` elements into `out`, waiting for queued work first.
     pub fn copy_to_host(&self, out: &mut [T]) -> Result<()> {
-        check_fits(out.len(), self.len())?;
+        self.copy_range_to_host(0, out)
+    }
+
+    /// Copies `data` into the buffer from element `offset` on.
+    pub fn copy_from_host_at(&mut self, offset: usize, data: &[T]) -> Result<()> {
+        check_fits(offset.saturating_add(data.len()), self.len())?;
         let stream = self.slice.stream().clone();
-        stream.memcpy_dtoh(&self.slice.slice(..out.len()), out)?;
+        let mut range = self.slice.slice_mut(offset..offset + data.len());
+        stream.memcpy_htod(data, &mut range)?;
+        Ok(())
+    }
+
+    /// Copies `out.len()` elements from element `offset` on into `out`, waiting for queued
+    /// work first.
+    pub fn copy_range_to_host(&self, offset: usize, out: &mut [T]) -> Result<()> {
+        check_fits(offset.saturating_add(out.len()), self.len())?;
+        let stream = self.slice.stream().clone();
+        stream.memcpy_dtoh(&self.slice.slice(offset..offset + out.len()), out)?;
         stream.synchronize()?;
         Ok(())
     }

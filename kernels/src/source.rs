@@ -30,8 +30,14 @@ pub const PRP: Module = Module {
     source: include_str!("../cuda/prp.cu"),
 };
 
+/// Rescue Prime Rp64_256: Merkle tree levels and row hashing.
+pub const MERKLE: Module = Module {
+    name: "merkle",
+    source: include_str!("../cuda/merkle.cu"),
+};
+
 /// Every kernel module of the workspace (the NVRTC compile test walks this list).
-pub const MODULES: &[Module] = &[CHACHA, PRP];
+pub const MODULES: &[Module] = &[CHACHA, PRP, MERKLE];
 
 #[cfg(test)]
 mod tests {

@@ -145,6 +145,12 @@ impl MerkleTree {
         }
         if node == *root { Ok(()) } else { Err(Error::InvalidProof) }
     }
+
+    /// Wraps a complete node array (crate-internal: the caller guarantees the layout).
+    #[cfg(feature = "cuda")]
+    pub(crate) fn from_node_array(nodes: Vec<Digest>) -> Self {
+        MerkleTree { nodes }
+    }
 }
 
 /// Pads `leaves` with zero digests up to the next power of two (and at least 2), for callers

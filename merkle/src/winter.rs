@@ -10,15 +10,14 @@
 //!
 //! ```
 //! use merkle::winter::GpuMerkleTree;
-//! use winter_crypto::{Digest as _, VectorCommitment, hashers::Rp64_256};
+//! use winter_crypto::{Digest as _, ElementHasher, VectorCommitment, hashers::Rp64_256};
 //! use winter_math::fields::f64::BaseElement;
 //!
-//! let leaves: Vec<_> = (0..8u64)
-//!     .map(|i| winter_crypto::ElementHasher::hash_elements(&[BaseElement::new(i)]))
-//!     .collect::<Vec<<Rp64_256 as winter_crypto::Hasher>::Digest>>();
-//! let ours = GpuMerkleTree::new(leaves.clone()).unwrap();
-//! let theirs = winter_crypto::MerkleTree::<Rp64_256>::new(leaves).unwrap();
+//! let leaves: Vec<_> = (0..8u64).map(|i| Rp64_256::hash_elements(&[BaseElement::new(i)])).collect();
+//! let ours = GpuMerkleTree::new(leaves.clone())?;
+//! let theirs = winter_crypto::MerkleTree::<Rp64_256>::new(leaves).expect("8 leaves");
 //! assert_eq!(ours.commitment().as_bytes(), theirs.root().as_bytes());
+//! # Ok::<(), merkle::Error>(())
 //! ```
 
 use std::sync::OnceLock;

@@ -1,0 +1,293 @@
+// Rescue Prime Rp64_256 (winter-crypto 0.13.1) over the Goldilocks field p = 2^64 - 2^32 + 1:
+// the permutation, Merkle tree levels (one thread per merge, or a half warp per merge for the
+// small levels near the root), and row hashing.
+//
+// Values are kept as u64s that may exceed p (any u64 stands for its residue); only digests
+// written out are made canonical. The round constants arrive as a kernel parameter (constant
+// bank), so the Rust crate holds the only copy of them.
+
+#include "common.cuh"
+
+#define STATE_WIDTH 12
+#define ROUNDS 7
+#define RATE 8
+#define EPSILON 0xffffffffull  // 2^64 mod p
+#define MODULUS 0xffffffff00000001ull
+
+struct RescueConstants {
+    u64 ark1[ROUNDS][STATE_WIDTH];
+    u64 ark2[ROUNDS][STATE_WIDTH];
+};
+
+// First row of the circulant MDS matrix: MDS[i][j] = MDS_ROW[(j - i) mod 12].
+__device__ __forceinline__ u64 mds_coefficient(int k) {
+    const u64 row[STATE_WIDTH] = {7, 23, 8, 26, 13, 10, 9, 7, 6, 22, 21, 8};
+    return row[k];
+}
+
+// lo + 2^64 hi mod p (not always canonical): with hi = hl + 2^32 hh, 2^64 = 2^32 - 1 and
+// 2^96 = -1, so the value is lo - hh + hl (2^32 - 1). The two wrap-arounds are corrected from
+// the carry flag: a borrow from lo - hh is worth -EPSILON, a carry from the sum +EPSILON (no
+// second wrap is possible in either case).
+__device__ __forceinline__ u64 reduce128(u64 lo, u64 hi) {
+    u64 hh = hi >> 32, hl = hi & EPSILON;
+    u64 t, sum;
+    u32 borrow, carry;
+    asm("sub.cc.u64 %0, %2, %3;\n\tsubc.u32 %1, 0, 0;" : "=l"(t), "=r"(borrow) : "l"(lo), "l"(hh));
+    t -= (u64)borrow;  // borrow is 0 or 0xffffffff = EPSILON
+    u64 product = (hl << 32) - hl;
+    asm("add.cc.u64 %0, %2, %3;\n\taddc.u32 %1, 0, 0;" : "=l"(sum), "=r"(carry) : "l"(t), "l"(product));
+    return sum + (u64)(0u - carry);
+}
+
+// a * b mod p for any a, b < 2^64 (not always canonical). ptxas builds the 128-bit product
+// from 32-bit IMADs with fewer moves than hand-written mad.cc chains gave (checked in SASS).
+__device__ __forceinline__ u64 gl_mul(u64 a, u64 b) {
+    return reduce128(a * b, __umul64hi(a, b));
+}
+
+// a + b mod p for any a and a canonical b.
+__device__ __forceinline__ u64 gl_add(u64 a, u64 b) {
+    u64 sum;
+    u32 carry;
+    asm("add.cc.u64 %0, %2, %3;\n\taddc.u32 %1, 0, 0;" : "=l"(sum), "=r"(carry) : "l"(a), "l"(b));
+    return sum + (u64)(0u - carry);
+}
+
+__device__ __forceinline__ u64 canonical(u64 a) {
+    return a >= MODULUS ? a - MODULUS : a;
+}
+
+// x[i] <- x[i]^(2^n) for the whole state: twelve independent chains for the scheduler.
+__device__ __forceinline__ void square_n(u64* x, int n) {
+    for (int k = 0; k < n; k++) {
+#pragma unroll
+        for (int i = 0; i < STATE_WIDTH; i++) x[i] = gl_mul(x[i], x[i]);
+    }
+}
+
+__device__ __forceinline__ void mul_into(u64* x, const u64* y) {
+#pragma unroll
+    for (int i = 0; i < STATE_WIDTH; i++) x[i] = gl_mul(x[i], y[i]);
+}
+
+
+// s <- s^(1/7) for the whole state: the chain of inverse_sbox_one, written step by step over
+// all twelve elements so that each step offers twelve independent multiplications (ptxas
+// does not interleave twelve whole chains on its own).
+__device__ __forceinline__ void inverse_sbox(u64* s) {
+    u64 x7[STATE_WIDTH], p2[STATE_WIDTH], p[STATE_WIDTH], w[STATE_WIDTH];
+#pragma unroll
+    for (int i = 0; i < STATE_WIDTH; i++) {
+        u64 x2 = gl_mul(s[i], s[i]);
+        u64 x4 = gl_mul(x2, x2);
+        u64 x8 = gl_mul(x4, x4);
+        x7[i] = gl_mul(gl_mul(x4, x2), s[i]);
+        p2[i] = gl_mul(x8, s[i]);
+        p[i] = p2[i];
+    }
+    square_n(p, 6);
+    mul_into(p, p2);  // P(4)
+#pragma unroll
+    for (int i = 0; i < STATE_WIDTH; i++) w[i] = p[i];
+    square_n(p, 12);
+    mul_into(p, w);  // P(8)
+    square_n(p, 6);
+    mul_into(p, p2);  // P(10)
+#pragma unroll
+    for (int i = 0; i < STATE_WIDTH; i++) {
+        u64 sq = gl_mul(p[i], p[i]);
+        w[i] = gl_mul(sq, p[i]);  // P(10)^3
+        p[i] = sq;
+    }
+    square_n(p, 31);
+    mul_into(p, w);  // P(10) (2^32 + 3)
+    square_n(p, 4);
+#pragma unroll
+    for (int i = 0; i < STATE_WIDTH; i++) s[i] = gl_mul(p[i], x7[i]);
+}
+
+// x^7 for one element.
+__device__ __forceinline__ u64 sbox_one(u64 x) {
+    u64 x2 = gl_mul(x, x);
+    u64 x4 = gl_mul(x2, x2);
+    return gl_mul(gl_mul(x4, x2), x);
+}
+
+__device__ __forceinline__ u64 square_n_one(u64 x, int n) {
+    for (int k = 0; k < n; k++) x = gl_mul(x, x);
+    return x;
+}
+
+// x^(1/7) for one element: INV_ALPHA = 16 P(10) (2^32 + 3) + 7, where x^P(k) has every third
+// exponent bit set k times (1 + 8 + ... + 8^(k-1)); the same chain as the CPU's in rescue.rs.
+__device__ __forceinline__ u64 inverse_sbox_one(u64 x) {
+    u64 x2 = gl_mul(x, x);
+    u64 x4 = gl_mul(x2, x2);
+    u64 x7 = gl_mul(gl_mul(x4, x2), x);
+    u64 p2 = gl_mul(gl_mul(x4, x4), x);
+    u64 p4 = gl_mul(square_n_one(p2, 6), p2);
+    u64 p8 = gl_mul(square_n_one(p4, 12), p4);
+    u64 p10 = gl_mul(square_n_one(p8, 6), p2);
+    u64 sq = gl_mul(p10, p10);
+    u64 w = gl_mul(square_n_one(sq, 31), gl_mul(sq, p10));
+    return gl_mul(square_n_one(w, 4), x7);
+}
+
+// Reduces lo_sum + 2^32 hi_sum (each below 2^41) mod p.
+__device__ __forceinline__ u64 reduce_mds_sums(u64 lo_sum, u64 hi_sum) {
+    u64 low = lo_sum + (hi_sum << 32);
+    u64 high = (hi_sum >> 32) + (low < lo_sum ? 1 : 0);
+    u64 folded = high * EPSILON;  // high < 2^9, so no wrap
+    u64 sum = low + folded;
+    if (sum < folded) sum += EPSILON;
+    return sum;
+}
+
+// The MDS step when lane i of each group of SPLIT_LANES holds s[i]: out_i = sum_k MDS_ROW[k]
+// s[(i + k) mod 12], each s gathered by a shuffle within the group.
+__device__ __forceinline__ u64 mds_split(u64 x, u32 lane) {
+    u64 lo_sum = 0, hi_sum = 0;
+    const u32 base = threadIdx.x & 31 & ~(u32)15;  // first lane of this group in its warp
+#pragma unroll
+    for (int k = 0; k < STATE_WIDTH; k++) {
+        u32 source = (lane + k) % STATE_WIDTH;
+        u32 lo = __shfl_sync(0xffffffffu, (u32)x, base + source);
+        u32 hi = __shfl_sync(0xffffffffu, (u32)(x >> 32), base + source);
+        u64 coefficient = mds_coefficient(k);
+        lo_sum += coefficient * lo;
+        hi_sum += coefficient * hi;
+    }
+    return reduce_mds_sums(lo_sum, hi_sum);
+}
+
+// s <- MDS s. Each input is split into 32-bit halves so that the coefficient sums fit in
+// u64s (the coefficients sum to 160 < 2^8); lo + 2^32 hi is then reduced once.
+__device__ __forceinline__ void mds(u64* s) {
+    u64 out[STATE_WIDTH];
+#pragma unroll
+    for (int i = 0; i < STATE_WIDTH; i++) {
+        u64 lo_sum = 0, hi_sum = 0;
+#pragma unroll
+        for (int j = 0; j < STATE_WIDTH; j++) {
+            u64 c = mds_coefficient((j + STATE_WIDTH - i) % STATE_WIDTH);
+            lo_sum += c * (u32)s[j];
+            hi_sum += c * (u32)(s[j] >> 32);
+        }
+        out[i] = reduce_mds_sums(lo_sum, hi_sum);
+    }
+#pragma unroll
+    for (int i = 0; i < STATE_WIDTH; i++) s[i] = out[i];
+}
+
+__device__ __forceinline__ void add_constants(u64* s, const u64* ark) {
+#pragma unroll
+    for (int i = 0; i < STATE_WIDTH; i++) s[i] = gl_add(s[i], ark[i]);
+}
+
+__device__ void permute(u64* s, const RescueConstants& c) {
+#pragma unroll 1
+    for (int r = 0; r < ROUNDS; r++) {
+#pragma unroll
+        for (int i = 0; i < STATE_WIDTH; i++) s[i] = sbox_one(s[i]);
+        mds(s);
+        add_constants(s, c.ark1[r]);
+        inverse_sbox(s);
+        mds(s);
+        add_constants(s, c.ark2[r]);
+    }
+}
+
+struct Digest {
+    u64 e[4];
+};
+
+__device__ __forceinline__ Digest merge(const Digest& left, const Digest& right,
+                                        const RescueConstants& c) {
+    u64 s[STATE_WIDTH];
+    s[0] = RATE;
+    s[1] = s[2] = s[3] = 0;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        s[4 + i] = left.e[i];
+        s[8 + i] = right.e[i];
+    }
+    permute(s, c);
+    Digest out;
+#pragma unroll
+    for (int i = 0; i < 4; i++) out.e[i] = canonical(s[4 + i]);
+    return out;
+}
+
+// One tree level, one thread per merge: parent `parents + j` of each tree from its two
+// children. Trees are arrays of 2n digests (root at 1, node i the parent of 2i and 2i + 1),
+// back to back; the twelve S-box chains of a thread give the scheduler independent work.
+extern "C" __global__ void merkle_merge_level(Digest* trees, u64 leaves_per_tree, u64 parents,
+                                              u64 merges, const __grid_constant__ RescueConstants c) {
+    u64 g = global_thread_index();
+    if (g >= merges) return;
+    Digest* nodes = trees + (g / parents) * 2 * leaves_per_tree;
+    u64 node = parents + g % parents;
+    nodes[node] = merge(nodes[2 * node], nodes[2 * node + 1], c);
+}
+
+// Lanes per merge in merkle_merge_level_split: a half warp, of which lanes 0..11 hold one
+// state element each and 12..15 follow along (their results are dropped).
+#define SPLIT_LANES 16
+
+// The same level with one state element per lane, for the small levels near the root where
+// one thread per merge leaves the GPU idle: each lane runs one S-box chain (a twelfth of the
+// instructions of a whole permutation), and the MDS step gathers the state by shuffles.
+extern "C" __global__ void merkle_merge_level_split(Digest* trees, u64 leaves_per_tree,
+                                                    u64 parents, u64 merges,
+                                                    const __grid_constant__ RescueConstants c) {
+    const u64 g = global_thread_index() / SPLIT_LANES;
+    const u32 lane = threadIdx.x % SPLIT_LANES;
+    const u32 element = lane < STATE_WIDTH ? lane : 0;
+    const bool active = g < merges;
+    const u64 merge_index = active ? g : 0;
+    Digest* nodes = trees + (merge_index / parents) * 2 * leaves_per_tree;
+    const u64 node = parents + merge_index % parents;
+
+    u64 x = 0;
+    if (element == 0) x = RATE;
+    if (element >= 4) {
+        const u64* children = (const u64*)(nodes + 2 * node);  // 8 consecutive elements
+        x = children[element - 4];
+    }
+#pragma unroll 1
+    for (int r = 0; r < ROUNDS; r++) {
+        x = sbox_one(x);
+        x = gl_add(mds_split(x, lane), c.ark1[r][element]);
+        x = inverse_sbox_one(x);
+        x = gl_add(mds_split(x, lane), c.ark2[r][element]);
+    }
+    if (active && lane >= 4 && lane < 8) ((u64*)(nodes + node))[lane - 4] = canonical(x);
+}
+
+// out[first + row] = hash_elements(row) for `rows` rows of `width` elements, row-major.
+extern "C" __global__ void merkle_hash_rows(const u64* elements, u64 rows, u32 width,
+                                            Digest* out, u64 first,
+                                            const __grid_constant__ RescueConstants c) {
+    u64 row = global_thread_index();
+    if (row >= rows) return;
+    const u64* in = elements + row * width;
+    u64 s[STATE_WIDTH];
+    s[0] = width;
+#pragma unroll
+    for (int i = 1; i < STATE_WIDTH; i++) s[i] = 0;
+    u32 taken = 0;
+    while (taken < width) {
+        u32 chunk = min(width - taken, (u32)RATE);
+#pragma unroll
+        for (int i = 0; i < RATE; i++) {
+            if (i < chunk) s[4 + i] = gl_add(s[4 + i], in[taken + i]);
+        }
+        permute(s, c);
+        taken += chunk;
+    }
+    Digest digest;
+#pragma unroll
+    for (int i = 0; i < 4; i++) digest.e[i] = canonical(s[4 + i]);
+    out[first + row] = digest;
+}

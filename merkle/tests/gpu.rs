@@ -1,0 +1,102 @@
+//! The CUDA backend against the CPU reference on fresh random trees, batches and rows.
+//! Ignored by default: run with `cargo test --release -- --include-ignored` on a CUDA machine.
+//! They fail, never skip, when no GPU is usable.
+#![cfg(feature = "cuda")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::OnceLock;
+
+use merkle::{Cpu, Cuda, Digest, Felt, MODULUS, MerkleBackend, MerkleTree};
+use proptest::prelude::*;
+use proptest::test_runner::TestRng;
+use rand::Rng;
+
+fn cuda() -> &'static Cuda {
+    static CUDA: OnceLock<Cuda> = OnceLock::new();
+    CUDA.get_or_init(|| Cuda::new().expect("these tests need a usable CUDA GPU"))
+}
+
+fn rng(seed: &[u8; 32]) -> TestRng {
+    TestRng::from_seed(proptest::test_runner::RngAlgorithm::ChaCha, seed)
+}
+
+/// Random elements with the field's edges (0, p - 1) mixed in.
+fn felts(rng: &mut TestRng, count: usize) -> Vec<Felt> {
+    (0..count)
+        .map(|_| match rng.random_range(0..16) {
+            0 => Felt::ZERO,
+            1 => Felt::new(MODULUS - 1),
+            _ => Felt::new(rng.random()),
+        })
+        .collect()
+}
+
+fn digests(rng: &mut TestRng, count: usize) -> Vec<Digest> {
+    felts(rng, 4 * count)
+        .chunks_exact(4)
+        .map(|c| Digest::new([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    /// Trees of 2 to 2^20 leaves: sizes below, at and above one fused launch (2^9 nodes).
+    #[test]
+    #[ignore = "requires a CUDA GPU"]
+    fn trees_equal_the_cpu(seed: [u8; 32], depth in 1u32..=20) {
+        let mut rng = rng(&seed);
+        let leaves = digests(&mut rng, 1 << depth);
+        let expected = MerkleTree::build(&Cpu, &leaves).unwrap();
+        let got = MerkleTree::build(cuda(), &leaves).unwrap();
+        prop_assert_eq!(got.root(), expected.root(), "depth {}", depth);
+        prop_assert!(got.nodes() == expected.nodes(), "nodes differ at depth {}", depth);
+        let height = depth / 2;
+        prop_assert_eq!(cuda().build_cap(&leaves, height).unwrap(), expected.cap(height).unwrap());
+    }
+
+    /// Batches of equal-size trees, device-resident roots and caps included.
+    #[test]
+    #[ignore = "requires a CUDA GPU"]
+    fn batches_equal_the_cpu(seed: [u8; 32], depth in 1u32..=13, trees in 1usize..=9) {
+        let mut rng = rng(&seed);
+        let leaves = digests(&mut rng, trees << depth);
+        let expected = MerkleTree::build_batch(&Cpu, &leaves, trees).unwrap();
+        let got = MerkleTree::build_batch(cuda(), &leaves, trees).unwrap();
+        prop_assert!(got == expected, "depth {}, {} trees", depth, trees);
+
+        let mut device = cuda().upload_leaves(&leaves, trees).unwrap();
+        cuda().build_device(&mut device).unwrap();
+        let roots: Vec<Digest> = expected.iter().map(|t| *t.root()).collect();
+        prop_assert_eq!(device.roots().unwrap(), roots);
+        prop_assert_eq!(device.cap(trees - 1, depth).unwrap(), expected[trees - 1].leaves());
+        prop_assert!(device.download().unwrap() == expected);
+    }
+
+    /// Row hashing for widths around the rate (8) and its multiples, and trees from rows.
+    #[test]
+    #[ignore = "requires a CUDA GPU"]
+    fn rows_equal_the_cpu(seed: [u8; 32], width in prop::sample::select(vec![1usize, 3, 7, 8, 9, 15, 16, 17, 64, 100, 255]), depth in 1u32..=12) {
+        let mut rng = rng(&seed);
+        let elements = felts(&mut rng, width << depth);
+        let mut expected = vec![Digest::default(); 1 << depth];
+        Cpu.hash_rows(&elements, width, &mut expected).unwrap();
+        let mut got = vec![Digest::default(); 1 << depth];
+        cuda().hash_rows(&elements, width, &mut got).unwrap();
+        prop_assert_eq!(&got, &expected, "width {}", width);
+        let tree = MerkleTree::from_rows(cuda(), &elements, width).unwrap();
+        prop_assert_eq!(tree.leaves(), &expected[..]);
+        prop_assert!(tree == MerkleTree::build(&Cpu, &expected).unwrap());
+    }
+}
+
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn bad_input_is_an_error_on_the_gpu_too() {
+    let leaves = vec![Digest::default(); 6];
+    assert!(matches!(MerkleTree::build(cuda(), &leaves), Err(merkle::Error::NotPowerOfTwo { leaves: 6 })));
+    assert!(matches!(MerkleTree::build(cuda(), &leaves[..1]), Err(merkle::Error::TooFewLeaves { leaves: 1 })));
+    assert!(matches!(cuda().upload_leaves(&leaves, 4), Err(merkle::Error::UnevenBatch { .. })));
+    let mut out = vec![Digest::default(); 3];
+    assert!(cuda().hash_rows(&[Felt::ZERO; 10], 3, &mut out).is_err());
+}
