@@ -36,9 +36,10 @@ fn cpu(c: &mut Criterion) {
     let elements = felts(7, rows * width);
     let mut out = vec![merkle::Digest::default(); rows];
     group.throughput(Throughput::Elements((rows * width) as u64));
-    group.bench_function(BenchmarkId::new("hash-rows/cpu", format!("{rows}x{width}")), |b| {
-        b.iter(|| Cpu.hash_rows(&elements, width, &mut out).unwrap())
-    });
+    group.bench_function(
+        BenchmarkId::new("hash-rows/cpu", format!("{rows}x{width}")),
+        |b| b.iter(|| Cpu.hash_rows(&elements, width, &mut out).unwrap()),
+    );
 
     let tree = MerkleTree::build(&Cpu, &digests(3, 1 << 16)).unwrap();
     let indexes: Vec<usize> = benches::merkle::felts(5, 64)
@@ -92,9 +93,10 @@ fn cuda(c: &mut Criterion) {
         let elements = felts(7, rows * width);
         let mut out = vec![merkle::Digest::default(); rows];
         group.throughput(Throughput::Elements((rows * width) as u64));
-        group.bench_function(BenchmarkId::new("hash-rows/cuda", format!("{rows}x{width}")), |b| {
-            b.iter(|| gpu.hash_rows(&elements, width, &mut out).unwrap())
-        });
+        group.bench_function(
+            BenchmarkId::new("hash-rows/cuda", format!("{rows}x{width}")),
+            |b| b.iter(|| gpu.hash_rows(&elements, width, &mut out).unwrap()),
+        );
     }
     group.finish();
 }

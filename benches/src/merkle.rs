@@ -22,3 +22,111 @@ pub fn digests(seed: u64, count: usize) -> Vec<Digest> {
         .map(|c| Digest::new([c[0], c[1], c[2], c[3]]))
         .collect()
 }
+
+use merkle::{Cpu, MerkleBackend, MerkleTree};
+
+use crate::table::{Check, Row, row};
+use crate::{median_of, wall};
+
+const TREE: &str = "Rp64_256 Merkle tree";
+const ROWS: &str = "Rp64_256 hash of rows (100 elements)";
+
+/// Report sizes: the CPU tree and rows fit a 2-core machine in well under a second; the GPU
+/// tree is the published baseline's 2^20 leaves.
+const CPU_LEAVES: usize = 1 << 14;
+const GPU_LEAVES: usize = 1 << 20;
+const ROW_COUNT: usize = 1 << 12;
+const ROW_WIDTH: usize = 100;
+
+/// The CPU outputs the GPU rows are checked against.
+#[derive(Debug)]
+pub struct Reference {
+    leaves: Vec<Digest>,
+    tree: MerkleTree,
+    elements: Vec<Felt>,
+    row_digests: Vec<Digest>,
+}
+
+/// Runs the CPU rows (all threads) and returns them with their outputs.
+pub fn cpu_rows() -> Result<(Vec<Row>, Reference), merkle::Error> {
+    let backend = Cpu.name();
+    let leaves = digests(1, CPU_LEAVES);
+    let (tree, time) = median_of(3, || wall(|| MerkleTree::build(&Cpu, &leaves)))?;
+    let mut rows = vec![row(
+        TREE,
+        &backend,
+        CPU_LEAVES as u64,
+        "leaves",
+        0,
+        time,
+        Check::Reference,
+    )];
+    let elements = felts(2, ROW_COUNT * ROW_WIDTH);
+    let mut row_digests = vec![Digest::default(); ROW_COUNT];
+    let ((), time) = median_of(3, || {
+        wall(|| Cpu.hash_rows(&elements, ROW_WIDTH, &mut row_digests))
+    })?;
+    rows.push(row(
+        ROWS,
+        &backend,
+        elements.len() as u64,
+        "elements",
+        0,
+        time,
+        Check::Reference,
+    ));
+    Ok((
+        rows,
+        Reference {
+            leaves,
+            tree,
+            elements,
+            row_digests,
+        },
+    ))
+}
+
+/// Runs the CUDA rows: a 2^20-leaf tree with the leaves already on the GPU (timed with CUDA
+/// events), and row hashing host to host. Checks the CPU's inputs give the CPU's outputs.
+#[cfg(feature = "cuda")]
+pub fn cuda_rows(cuda: &merkle::Cuda, reference: &Reference) -> Result<Vec<Row>, merkle::Error> {
+    let backend = cuda.name();
+    let same_tree = MerkleTree::build(cuda, &reference.leaves)? == reference.tree;
+    let leaves = digests(3, GPU_LEAVES);
+    let mut device = cuda.upload_leaves(&leaves, 1)?;
+    let gpu = cuda.gpu();
+    let (root, time) = median_of(5, || {
+        let ((), time) = gpu.time(|| cuda.build_device(&mut device))?;
+        Ok::<_, merkle::Error>((device.roots()?[0], time))
+    })?;
+    let same_root = root == *MerkleTree::build(&Cpu, &leaves)?.root();
+    let check = Check::from_equal(same_tree && same_root, "tree differs from the CPU's");
+    let mut rows = vec![row(
+        TREE,
+        &backend,
+        GPU_LEAVES as u64,
+        "leaves",
+        0,
+        time,
+        check,
+    )];
+
+    let mut out = vec![Digest::default(); ROW_COUNT];
+    let ((), time) = median_of(3, || {
+        wall(|| cuda.hash_rows(&reference.elements, ROW_WIDTH, &mut out))
+    })?;
+    let check = Check::from_equal(
+        out == reference.row_digests,
+        "row digests differ from the CPU's",
+    );
+    rows.push(row(
+        ROWS,
+        &backend,
+        reference.elements.len() as u64,
+        "elements",
+        0,
+        time,
+        check,
+    ));
+    Ok(rows)
+}

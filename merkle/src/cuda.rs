@@ -103,7 +103,9 @@ impl DeviceTrees {
 
     /// The root of every tree (after [`Cuda::build_device`]).
     pub fn roots(&self) -> Result<Vec<Digest>, Error> {
-        (0..self.tree_count()).map(|tree| Ok(self.cap(tree, 0)?[0])).collect()
+        (0..self.tree_count())
+            .map(|tree| Ok(self.cap(tree, 0)?[0]))
+            .collect()
     }
 
     /// The Merkle cap of height `height` of tree `tree`, copying only those nodes back.
@@ -157,7 +159,10 @@ impl Cuda {
     /// device node array, ready for [`Cuda::build_device`].
     pub fn upload_leaves(&self, leaves: &[Digest], trees: usize) -> Result<DeviceTrees, Error> {
         if trees == 0 || leaves.len() % trees != 0 {
-            return Err(Error::UnevenBatch { leaves: leaves.len(), trees });
+            return Err(Error::UnevenBatch {
+                leaves: leaves.len(),
+                trees,
+            });
         }
         let per_tree = leaves.len() / trees;
         check_leaf_count(per_tree)?;
@@ -165,19 +170,29 @@ impl Cuda {
         for (tree, tree_leaves) in leaves.chunks_exact(per_tree).enumerate() {
             nodes.copy_from_host_at((2 * tree + 1) * per_tree, tree_leaves)?;
         }
-        Ok(DeviceTrees { nodes, leaves_per_tree: per_tree })
+        Ok(DeviceTrees {
+            nodes,
+            leaves_per_tree: per_tree,
+        })
     }
 
     /// Hashes the rows of `elements` (row-major, `width` columns, a power-of-two number of
     /// rows) on the GPU straight into the leaves of a new device tree.
-    pub fn hash_rows_to_device(&self, elements: &[Felt], width: usize) -> Result<DeviceTrees, Error> {
+    pub fn hash_rows_to_device(
+        &self,
+        elements: &[Felt],
+        width: usize,
+    ) -> Result<DeviceTrees, Error> {
         check_rows(elements.len(), width, elements.len() / width.max(1))?;
         let rows = elements.len() / width;
         check_leaf_count(rows)?;
         let input = self.gpu.upload(elements)?;
         let mut nodes = self.gpu.alloc_zeroed(2 * rows)?;
         self.launch_hash_rows(&input, width, &mut nodes, rows)?;
-        Ok(DeviceTrees { nodes, leaves_per_tree: rows })
+        Ok(DeviceTrees {
+            nodes,
+            leaves_per_tree: rows,
+        })
     }
 
     /// Fills in the internal nodes of every tree in `trees` from their leaves. Returns once
@@ -190,7 +205,10 @@ impl Cuda {
             let (kernel, grid) = if merges >= WIDE_MIN_MERGES {
                 (&self.merge_level, Grid::cover(merges, WIDE_THREADS))
             } else {
-                (&self.merge_level_split, Grid::cover(merges * SPLIT_LANES, SPLIT_THREADS))
+                (
+                    &self.merge_level_split,
+                    Grid::cover(merges * SPLIT_LANES, SPLIT_THREADS),
+                )
             };
             // SAFETY: arguments match `merkle_merge_level[_split](Digest*, u64, u64, u64,
             // RescueConstants)`; merge g (< merges) reads nodes 2i, 2i + 1 and writes node i,
@@ -222,9 +240,16 @@ impl Cuda {
     ) -> Result<(), Error> {
         let rows = elements.len() / width;
         if first + rows > out.len() {
-            return Err(kernels::GpuError::BufferTooSmall { len: first + rows, capacity: out.len() }.into());
+            return Err(kernels::GpuError::BufferTooSmall {
+                len: first + rows,
+                capacity: out.len(),
+            }
+            .into());
         }
-        let width32 = u32::try_from(width).map_err(|_| Error::PartialRow { len: elements.len(), width })?;
+        let width32 = u32::try_from(width).map_err(|_| Error::PartialRow {
+            len: elements.len(),
+            width,
+        })?;
         let (rows, first) = (rows as u64, first as u64);
         // SAFETY: arguments match `merkle_hash_rows(const u64*, u64, u32, Digest*, u64,
         // RescueConstants)`; thread r reads row r (`width` elements inside `elements`) and
@@ -258,12 +283,16 @@ impl MerkleBackend for Cuda {
         };
         for tree in 0..trees {
             let leaves = (2 * tree + 1) * leaves_per_tree;
-            device.nodes.copy_from_host_at(leaves, &nodes[leaves..leaves + leaves_per_tree])?;
+            device
+                .nodes
+                .copy_from_host_at(leaves, &nodes[leaves..leaves + leaves_per_tree])?;
         }
         self.build_device(&mut device)?;
         for tree in 0..trees {
             let start = 2 * tree * leaves_per_tree;
-            device.nodes.copy_range_to_host(start, &mut nodes[start..start + leaves_per_tree])?;
+            device
+                .nodes
+                .copy_range_to_host(start, &mut nodes[start..start + leaves_per_tree])?;
         }
         Ok(())
     }
@@ -280,7 +309,12 @@ impl MerkleBackend for Cuda {
         Ok(())
     }
 
-    fn build_nodes_from_rows(&self, elements: &[Felt], width: usize, nodes: &mut [Digest]) -> Result<(), Error> {
+    fn build_nodes_from_rows(
+        &self,
+        elements: &[Felt],
+        width: usize,
+        nodes: &mut [Digest],
+    ) -> Result<(), Error> {
         check_rows(elements.len(), width, nodes.len() / 2)?;
         let mut device = self.hash_rows_to_device(elements, width)?;
         self.build_device(&mut device)?;

@@ -109,15 +109,6 @@ pub(crate) fn mul(a: u64, b: u64) -> u64 {
     reduce128(u128::from(a) * u128::from(b))
 }
 
-/// `a^(2^n) mod p`.
-#[inline(always)]
-pub(crate) fn square_n(mut a: u64, n: u32) -> u64 {
-    for _ in 0..n {
-        a = mul(a, a);
-    }
-    a
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,7 +119,17 @@ mod tests {
 
     #[test]
     fn multiplication_matches_u128_remainder_at_the_edges() {
-        let edges = [0, 1, 2, EPSILON, EPSILON + 1, MODULUS - 1, MODULUS, MODULUS + 1, u64::MAX];
+        let edges = [
+            0,
+            1,
+            2,
+            EPSILON,
+            EPSILON + 1,
+            MODULUS - 1,
+            MODULUS,
+            MODULUS + 1,
+            u64::MAX,
+        ];
         for &a in &edges {
             for &b in &edges {
                 assert_eq!(canonical(mul(a, b)), reference_mul(a, b), "{a} * {b}");
@@ -152,6 +153,9 @@ mod tests {
         assert_eq!(Felt::new(MODULUS).as_u64(), 0);
         assert_eq!(Felt::new(u64::MAX).as_u64(), EPSILON - 1);
         assert!(Felt::from_canonical(MODULUS).is_err());
-        assert_eq!(Felt::from_canonical(MODULUS - 1).map(Felt::as_u64).ok(), Some(MODULUS - 1));
+        assert_eq!(
+            Felt::from_canonical(MODULUS - 1).map(Felt::as_u64).ok(),
+            Some(MODULUS - 1)
+        );
     }
 }

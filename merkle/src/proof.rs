@@ -124,14 +124,21 @@ impl MerkleTree {
         let pairs = leaf_pairs(&places);
         if pairs.len() != proof.nodes.len() {
             return Err(Error::MalformedProof {
-                why: format!("{} node groups for {} leaf pairs", proof.nodes.len(), pairs.len()),
+                why: format!(
+                    "{} node groups for {} leaf pairs",
+                    proof.nodes.len(),
+                    pairs.len()
+                ),
             });
         }
         let mut groups: Vec<_> = proof.nodes.iter().map(|group| group.iter()).collect();
         let mut next_in = |group: usize| {
-            groups[group].next().copied().ok_or_else(|| Error::MalformedProof {
-                why: format!("node group {group} is too short"),
-            })
+            groups[group]
+                .next()
+                .copied()
+                .ok_or_else(|| Error::MalformedProof {
+                    why: format!("node group {group} is too short"),
+                })
         };
         let mut known = Vec::with_capacity(pairs.len());
         for (group, &pair) in pairs.iter().enumerate() {
@@ -156,7 +163,11 @@ impl MerkleTree {
                     }
                     _ => next_in(i)?,
                 };
-                let parent = if position & 1 == 0 { merge(&node, &sibling) } else { merge(&sibling, &node) };
+                let parent = if position & 1 == 0 {
+                    merge(&node, &sibling)
+                } else {
+                    merge(&sibling, &node)
+                };
                 parents.push((position >> 1, parent));
                 i += 1;
             }

@@ -44,18 +44,26 @@ impl MerkleTree {
         trees: usize,
     ) -> Result<Vec<Self>, Error> {
         if trees == 0 || leaves.len() % trees != 0 {
-            return Err(Error::UnevenBatch { leaves: leaves.len(), trees });
+            return Err(Error::UnevenBatch {
+                leaves: leaves.len(),
+                trees,
+            });
         }
         let per_tree = leaves.len() / trees;
         check_leaf_count(per_tree)?;
         let mut nodes = vec![Digest::default(); 2 * leaves.len()];
-        for (tree, tree_leaves) in nodes.chunks_exact_mut(2 * per_tree).zip(leaves.chunks_exact(per_tree)) {
+        for (tree, tree_leaves) in nodes
+            .chunks_exact_mut(2 * per_tree)
+            .zip(leaves.chunks_exact(per_tree))
+        {
             tree[per_tree..].copy_from_slice(tree_leaves);
         }
         backend.build_nodes(&mut nodes, per_tree)?;
         Ok(nodes
             .chunks_exact(2 * per_tree)
-            .map(|tree| MerkleTree { nodes: tree.to_vec() })
+            .map(|tree| MerkleTree {
+                nodes: tree.to_vec(),
+            })
             .collect())
     }
 
@@ -127,7 +135,12 @@ impl MerkleTree {
     }
 
     /// Checks that `path` (as from [`MerkleTree::prove`]) leads from `leaf` at `index` to `root`.
-    pub fn verify(root: &Digest, index: usize, leaf: &Digest, path: &[Digest]) -> Result<(), Error> {
+    pub fn verify(
+        root: &Digest,
+        index: usize,
+        leaf: &Digest,
+        path: &[Digest],
+    ) -> Result<(), Error> {
         if path.is_empty() || path.len() >= usize::BITS as usize {
             return Err(Error::MalformedProof {
                 why: format!("a path of {} digests", path.len()),
@@ -140,10 +153,18 @@ impl MerkleTree {
         let mut position = leaves + index;
         let mut node = *leaf;
         for sibling in path {
-            node = if position & 1 == 0 { merge(&node, sibling) } else { merge(sibling, &node) };
+            node = if position & 1 == 0 {
+                merge(&node, sibling)
+            } else {
+                merge(sibling, &node)
+            };
             position >>= 1;
         }
-        if node == *root { Ok(()) } else { Err(Error::InvalidProof) }
+        if node == *root {
+            Ok(())
+        } else {
+            Err(Error::InvalidProof)
+        }
     }
 
     /// Wraps a complete node array (crate-internal: the caller guarantees the layout).
@@ -171,7 +192,11 @@ pub fn flatten_rows<R: AsRef<[Felt]>>(rows: &[R]) -> Result<(Vec<Felt>, usize), 
     for (index, row) in rows.iter().enumerate() {
         let row = row.as_ref();
         if row.len() != width {
-            return Err(Error::RaggedRows { row: index, len: row.len(), expected: width });
+            return Err(Error::RaggedRows {
+                row: index,
+                len: row.len(),
+                expected: width,
+            });
         }
         elements.extend_from_slice(row);
     }

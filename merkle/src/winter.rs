@@ -68,7 +68,11 @@ impl BatchProof {
     pub fn to_winter(&self) -> BatchMerkleProof<Rp64_256> {
         BatchMerkleProof {
             depth: u8::try_from(self.depth).unwrap_or(u8::MAX),
-            nodes: self.nodes.iter().map(|group| to_winter_all(group)).collect(),
+            nodes: self
+                .nodes
+                .iter()
+                .map(|group| to_winter_all(group))
+                .collect(),
         }
     }
 
@@ -76,7 +80,11 @@ impl BatchProof {
     pub fn from_winter(proof: &BatchMerkleProof<Rp64_256>) -> BatchProof {
         BatchProof {
             depth: proof.depth.into(),
-            nodes: proof.nodes.iter().map(|group| from_winter_all(group)).collect(),
+            nodes: proof
+                .nodes
+                .iter()
+                .map(|group| from_winter_all(group))
+                .collect(),
         }
     }
 }
@@ -86,7 +94,10 @@ fn to_winter_all(digests: &[Digest]) -> Vec<WinterDigest> {
 }
 
 fn from_winter_all(digests: &[WinterDigest]) -> Vec<Digest> {
-    digests.iter().map(|&digest| Digest::from_winter(digest)).collect()
+    digests
+        .iter()
+        .map(|&digest| Digest::from_winter(digest))
+        .collect()
 }
 
 /// How [`GpuMerkleTree`] builds: on a given backend, or (the default) on one chosen once per
@@ -157,7 +168,10 @@ impl VectorCommitment<Rp64_256> for GpuMerkleTree {
 
     fn open_many(&self, indexes: &[usize]) -> Result<(Vec<WinterDigest>, Self::MultiProof), Error> {
         let proof = self.tree.prove_batch(indexes)?;
-        let leaves = indexes.iter().map(|&i| self.tree.leaves()[i].to_winter()).collect();
+        let leaves = indexes
+            .iter()
+            .map(|&i| self.tree.leaves()[i].to_winter())
+            .collect();
         Ok((leaves, proof.to_winter()))
     }
 
@@ -168,7 +182,12 @@ impl VectorCommitment<Rp64_256> for GpuMerkleTree {
         proof: &Self::Proof,
     ) -> Result<(), Error> {
         let root = Digest::from_winter(commitment);
-        MerkleTree::verify(&root, index, &Digest::from_winter(item), &from_winter_all(proof))
+        MerkleTree::verify(
+            &root,
+            index,
+            &Digest::from_winter(item),
+            &from_winter_all(proof),
+        )
     }
 
     fn verify_many(
@@ -182,4 +201,3 @@ impl VectorCommitment<Rp64_256> for GpuMerkleTree {
         MerkleTree::verify_batch(&root, indexes, &from_winter_all(items), &proof)
     }
 }
-

@@ -94,9 +94,18 @@ proptest! {
 #[ignore = "requires a CUDA GPU"]
 fn bad_input_is_an_error_on_the_gpu_too() {
     let leaves = vec![Digest::default(); 6];
-    assert!(matches!(MerkleTree::build(cuda(), &leaves), Err(merkle::Error::NotPowerOfTwo { leaves: 6 })));
-    assert!(matches!(MerkleTree::build(cuda(), &leaves[..1]), Err(merkle::Error::TooFewLeaves { leaves: 1 })));
-    assert!(matches!(cuda().upload_leaves(&leaves, 4), Err(merkle::Error::UnevenBatch { .. })));
+    assert!(matches!(
+        MerkleTree::build(cuda(), &leaves),
+        Err(merkle::Error::NotPowerOfTwo { leaves: 6 })
+    ));
+    assert!(matches!(
+        MerkleTree::build(cuda(), &leaves[..1]),
+        Err(merkle::Error::TooFewLeaves { leaves: 1 })
+    ));
+    assert!(matches!(
+        cuda().upload_leaves(&leaves, 4),
+        Err(merkle::Error::UnevenBatch { .. })
+    ));
     let mut out = vec![Digest::default(); 3];
     assert!(cuda().hash_rows(&[Felt::ZERO; 10], 3, &mut out).is_err());
 }

@@ -43,7 +43,10 @@ fn constants_are_winter_cryptos() {
         for c in 0..rescue::STATE_WIDTH {
             assert_eq!(rescue::ARK1[r][c], Rp64_256::ARK1[r][c].as_int());
             assert_eq!(rescue::ARK2[r][c], Rp64_256::ARK2[r][c].as_int());
-            assert_eq!(rescue::MDS_ROW[(c + 12 - r % 12) % 12], Rp64_256::MDS[r % 12][c].as_int());
+            assert_eq!(
+                rescue::MDS_ROW[(c + 12 - r % 12) % 12],
+                Rp64_256::MDS[r % 12][c].as_int()
+            );
         }
     }
     for (row, mds_row) in Rp64_256::MDS.iter().enumerate() {
@@ -66,7 +69,9 @@ fn known_answers() {
     for (elements, expected) in cases {
         assert_eq!(rescue::hash_elements(elements).to_string(), expected);
     }
-    let leaves: Vec<Digest> = (0..8u32).map(|i| rescue::hash_elements(&[Felt::from(i)])).collect();
+    let leaves: Vec<Digest> = (0..8u32)
+        .map(|i| rescue::hash_elements(&[Felt::from(i)]))
+        .collect();
     let tree = MerkleTree::build(&Cpu, &leaves).unwrap();
     assert_eq!(tree.root().to_string(), KAT_ROOT_8);
 }
@@ -137,7 +142,11 @@ fn trees_and_proofs_match_for_every_size_up_to_2_pow_12() {
         indexes.truncate(count);
         let batch = ours.prove_batch(&indexes).unwrap();
         let (winter_opened, winter_batch) = theirs.prove_batch(&indexes).unwrap();
-        assert_eq!(batch, BatchProof::from_winter(&winter_batch), "depth {depth}, indexes {indexes:?}");
+        assert_eq!(
+            batch,
+            BatchProof::from_winter(&winter_batch),
+            "depth {depth}, indexes {indexes:?}"
+        );
         let opened: Vec<Digest> = indexes.iter().map(|&i| leaves[i]).collect();
         assert_eq!(to_winter(&opened), winter_opened);
         MerkleTree::verify_batch(ours.root(), &indexes, &opened, &batch).unwrap();
@@ -153,22 +162,37 @@ fn tampered_proofs_are_rejected() {
     let leaves = random_digests(&mut rng, 64);
     let tree = MerkleTree::build(&Cpu, &leaves).unwrap();
     let mut path = tree.prove(17).unwrap();
-    assert!(matches!(MerkleTree::verify(tree.root(), 16, &leaves[17], &path), Err(Error::InvalidProof)));
+    assert!(matches!(
+        MerkleTree::verify(tree.root(), 16, &leaves[17], &path),
+        Err(Error::InvalidProof)
+    ));
     path[3] = leaves[0];
-    assert!(matches!(MerkleTree::verify(tree.root(), 17, &leaves[17], &path), Err(Error::InvalidProof)));
+    assert!(matches!(
+        MerkleTree::verify(tree.root(), 17, &leaves[17], &path),
+        Err(Error::InvalidProof)
+    ));
 
     let indexes = [3, 4, 40, 41, 63];
     let opened: Vec<Digest> = indexes.iter().map(|&i| leaves[i]).collect();
     let proof = tree.prove_batch(&indexes).unwrap();
     let mut wrong_leaf = opened.clone();
     wrong_leaf[2] = leaves[2];
-    assert!(matches!(MerkleTree::verify_batch(tree.root(), &indexes, &wrong_leaf, &proof), Err(Error::InvalidProof)));
+    assert!(matches!(
+        MerkleTree::verify_batch(tree.root(), &indexes, &wrong_leaf, &proof),
+        Err(Error::InvalidProof)
+    ));
     let mut short = proof.clone();
     short.nodes[0].pop();
-    assert!(matches!(MerkleTree::verify_batch(tree.root(), &indexes, &opened, &short), Err(Error::MalformedProof { .. })));
+    assert!(matches!(
+        MerkleTree::verify_batch(tree.root(), &indexes, &opened, &short),
+        Err(Error::MalformedProof { .. })
+    ));
     let mut long = proof.clone();
     long.nodes[1].push(leaves[0]);
-    assert!(matches!(MerkleTree::verify_batch(tree.root(), &indexes, &opened, &long), Err(Error::MalformedProof { .. })));
+    assert!(matches!(
+        MerkleTree::verify_batch(tree.root(), &indexes, &opened, &long),
+        Err(Error::MalformedProof { .. })
+    ));
     let mut altered = proof;
     altered.nodes[0][0] = leaves[9];
     assert!(MerkleTree::verify_batch(tree.root(), &indexes, &opened, &altered).is_err());
@@ -178,7 +202,9 @@ fn tampered_proofs_are_rejected() {
 fn the_vector_commitment_equals_winter_cryptos_tree() {
     let mut rng = StdRng::seed_from_u64(4);
     let leaves = to_winter(&random_digests(&mut rng, 256));
-    let options = merkle::winter::CommitOptions { backend: Some(merkle::Backend::Cpu(Cpu)) };
+    let options = merkle::winter::CommitOptions {
+        backend: Some(merkle::Backend::Cpu(Cpu)),
+    };
     let ours = GpuMerkleTree::with_options(leaves.clone(), options).unwrap();
     let theirs = WinterTree::new(leaves.clone()).unwrap();
     assert_eq!(ours.commitment(), *theirs.root());
@@ -186,12 +212,16 @@ fn the_vector_commitment_equals_winter_cryptos_tree() {
     let (leaf, proof) = ours.open(77).unwrap();
     assert_eq!((leaf, proof.clone()), theirs.prove(77).unwrap());
     GpuMerkleTree::verify(ours.commitment(), 77, leaf, &proof).unwrap();
-    <WinterTree as VectorCommitment<Rp64_256>>::verify(ours.commitment(), 77, leaf, &proof).unwrap();
+    <WinterTree as VectorCommitment<Rp64_256>>::verify(ours.commitment(), 77, leaf, &proof)
+        .unwrap();
     let indexes = [0, 1, 77, 200, 255];
     let (opened, multi) = ours.open_many(&indexes).unwrap();
     let (winter_opened, winter_multi) = theirs.prove_batch(&indexes).unwrap();
     assert_eq!(opened, winter_opened);
-    assert_eq!((multi.depth, &multi.nodes), (winter_multi.depth, &winter_multi.nodes));
+    assert_eq!(
+        (multi.depth, &multi.nodes),
+        (winter_multi.depth, &winter_multi.nodes)
+    );
     GpuMerkleTree::verify_many(ours.commitment(), &indexes, &opened, &multi).unwrap();
     assert_eq!(GpuMerkleTree::get_multiproof_domain_len(&multi), 256);
 }

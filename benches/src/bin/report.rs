@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use benches::table::{self, Check, Row};
-use benches::{chacha, prp as permutations};
+use benches::{chacha, merkle as trees, prp as permutations};
 use clap::Parser;
 use serde::Serialize;
 
@@ -54,6 +54,7 @@ fn gpu_rows(
     stream: &prp::ChaCha8,
     reference: &chacha::Reference,
     permutations: (&permutations::Workload, &permutations::Reference),
+    tree_reference: &trees::Reference,
 ) -> Result<Vec<Row>, String> {
     if args.cpu_only {
         return Err("--cpu-only was given".to_owned());
@@ -75,6 +76,9 @@ fn gpu_rows(
     eprintln!("running the permutations on the GPU ...");
     let (work, reference) = permutations;
     rows.extend(permutations::cuda_rows(&cuda, work, reference).map_err(|e| e.to_string())?);
+    eprintln!("running the Merkle trees on the GPU ...");
+    let merkle_gpu = merkle::Cuda::on(cuda.gpu().clone()).map_err(|e| e.to_string())?;
+    rows.extend(trees::cuda_rows(&merkle_gpu, tree_reference).map_err(|e| e.to_string())?);
     Ok(rows)
 }
 
@@ -85,6 +89,7 @@ fn gpu_rows(
     _: &prp::ChaCha8,
     _: &chacha::Reference,
     _: (&permutations::Workload, &permutations::Reference),
+    _: &trees::Reference,
 ) -> Result<Vec<Row>, String> {
     Err("built without the `cuda` feature".to_owned())
 }
@@ -106,6 +111,9 @@ fn run(args: &Args) -> Result<bool, String> {
     let work = permutations::Workload::new(permutations::Sizes::default()).map_err(err)?;
     let (cpu_rows, prp_reference) = permutations::cpu_rows(&work).map_err(err)?;
     rows.extend(cpu_rows);
+    eprintln!("running the Merkle trees on the CPU ...");
+    let (tree_rows, tree_reference) = trees::cpu_rows().map_err(|e| e.to_string())?;
+    rows.extend(tree_rows);
     eprintln!("running ChaCha8 on the GPU ...");
     match gpu_rows(
         args,
@@ -113,6 +121,7 @@ fn run(args: &Args) -> Result<bool, String> {
         &stream,
         &reference,
         (&work, &prp_reference),
+        &tree_reference,
     ) {
         Ok(gpu) => rows.extend(gpu),
         Err(why) => machine.gpu_missing = Some(why),
