@@ -19,7 +19,7 @@ use crate::error::Error;
 use crate::field::Felt;
 use crate::rescue::{ARK1, ARK2, ROUNDS, STATE_WIDTH};
 use crate::tree::MerkleTree;
-use crate::{MerkleBackend, check_batch, check_leaf_count, check_rows};
+use crate::{MerkleBackend, check_batch, check_leaf_count, check_rows, leaves_per_tree};
 
 /// Levels with at least this many merges run one thread per merge; smaller ones 16 lanes per
 /// merge. One thread per merge fills an H100 (132 SMs, 512 threads each at 128 registers)
@@ -158,14 +158,7 @@ impl Cuda {
     /// Copies `trees` trees' worth of leaves (tree 0's, then tree 1's, ...) into a new
     /// device node array, ready for [`Cuda::build_device`].
     pub fn upload_leaves(&self, leaves: &[Digest], trees: usize) -> Result<DeviceTrees, Error> {
-        if trees == 0 || leaves.len() % trees != 0 {
-            return Err(Error::UnevenBatch {
-                leaves: leaves.len(),
-                trees,
-            });
-        }
-        let per_tree = leaves.len() / trees;
-        check_leaf_count(per_tree)?;
+        let per_tree = leaves_per_tree(leaves.len(), trees)?;
         let mut nodes = self.gpu.alloc_zeroed(2 * leaves.len())?;
         for (tree, tree_leaves) in leaves.chunks_exact(per_tree).enumerate() {
             nodes.copy_from_host_at((2 * tree + 1) * per_tree, tree_leaves)?;

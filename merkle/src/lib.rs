@@ -118,6 +118,15 @@ pub(crate) fn check_leaf_count(leaves: usize) -> Result<(), Error> {
     Ok(())
 }
 
+/// The leaves per tree when `leaves` leaves are split into `trees` equal trees.
+pub(crate) fn leaves_per_tree(leaves: usize, trees: usize) -> Result<usize, Error> {
+    if trees == 0 || leaves % trees != 0 {
+        return Err(Error::UnevenBatch { leaves, trees });
+    }
+    check_leaf_count(leaves / trees)?;
+    Ok(leaves / trees)
+}
+
 /// Checks a node array of whole trees of `leaves_per_tree` leaves.
 pub(crate) fn check_batch(nodes: usize, leaves_per_tree: usize) -> Result<(), Error> {
     check_leaf_count(leaves_per_tree)?;

@@ -4,7 +4,7 @@ use crate::digest::Digest;
 use crate::error::Error;
 use crate::field::Felt;
 use crate::rescue::merge;
-use crate::{MerkleBackend, check_leaf_count};
+use crate::{MerkleBackend, check_leaf_count, leaves_per_tree};
 
 /// A binary Merkle tree over `n = 2^depth` leaf digests, with every node kept.
 ///
@@ -43,14 +43,7 @@ impl MerkleTree {
         leaves: &[Digest],
         trees: usize,
     ) -> Result<Vec<Self>, Error> {
-        if trees == 0 || leaves.len() % trees != 0 {
-            return Err(Error::UnevenBatch {
-                leaves: leaves.len(),
-                trees,
-            });
-        }
-        let per_tree = leaves.len() / trees;
-        check_leaf_count(per_tree)?;
+        let per_tree = leaves_per_tree(leaves.len(), trees)?;
         let mut nodes = vec![Digest::default(); 2 * leaves.len()];
         for (tree, tree_leaves) in nodes
             .chunks_exact_mut(2 * per_tree)
