@@ -19,7 +19,7 @@ use crate::error::Error;
 use crate::field::Felt;
 use crate::rescue::{ARK1, ARK2, ROUNDS, STATE_WIDTH};
 use crate::tree::MerkleTree;
-use crate::{MerkleBackend, check_batch, check_leaf_count, check_rows, leaves_per_tree};
+use crate::{MerkleBackend, check_batch, check_rows, leaves_per_tree, tree_rows};
 
 /// Levels with at least this many merges run one thread per merge; smaller ones 16 lanes per
 /// merge. One thread per merge fills an H100 (132 SMs, 512 threads each at 128 registers)
@@ -176,9 +176,7 @@ impl Cuda {
         elements: &[Felt],
         width: usize,
     ) -> Result<DeviceTrees, Error> {
-        check_rows(elements.len(), width, elements.len() / width.max(1))?;
-        let rows = elements.len() / width;
-        check_leaf_count(rows)?;
+        let rows = tree_rows(elements.len(), width)?;
         let input = self.gpu.upload(elements)?;
         let mut nodes = self.gpu.alloc_zeroed(2 * rows)?;
         self.launch_hash_rows(&input, width, &mut nodes, rows)?;

@@ -150,6 +150,14 @@ pub(crate) fn check_rows(len: usize, width: usize, rows: usize) -> Result<(), Er
     Ok(())
 }
 
+/// The number of rows of `len` elements of `width` columns, checked to be whole rows and a
+/// valid leaf count for a tree.
+pub(crate) fn tree_rows(len: usize, width: usize) -> Result<usize, Error> {
+    check_rows(len, width, len / width.max(1))?;
+    check_leaf_count(len / width)?;
+    Ok(len / width)
+}
+
 /// A backend chosen at run time: the GPU when one is usable, the CPU otherwise.
 #[derive(Debug, Clone)]
 pub enum Backend {

@@ -4,7 +4,7 @@ use crate::digest::Digest;
 use crate::error::Error;
 use crate::field::Felt;
 use crate::rescue::merge;
-use crate::{MerkleBackend, check_leaf_count, leaves_per_tree};
+use crate::{MerkleBackend, check_leaf_count, leaves_per_tree, tree_rows};
 
 /// A binary Merkle tree over `n = 2^depth` leaf digests, with every node kept.
 ///
@@ -67,9 +67,7 @@ impl MerkleTree {
         elements: &[Felt],
         width: usize,
     ) -> Result<Self, Error> {
-        crate::check_rows(elements.len(), width, elements.len() / width.max(1))?;
-        let leaves = elements.len() / width;
-        check_leaf_count(leaves)?;
+        let leaves = tree_rows(elements.len(), width)?;
         let mut nodes = vec![Digest::default(); 2 * leaves];
         backend.build_nodes_from_rows(elements, width, &mut nodes)?;
         Ok(MerkleTree { nodes })

@@ -1,4 +1,5 @@
 //! Known answers and cross-checks against winter-crypto 0.13.1, the reference the spec names.
+#![cfg(feature = "winter")]
 
 use merkle::winter::{GpuMerkleTree, WinterDigest};
 use merkle::{BatchProof, Cpu, Digest, Error, Felt, MODULUS, MerkleTree, rescue};
