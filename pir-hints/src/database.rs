@@ -1,0 +1,188 @@
+//! The database: `n` entries of `E` bytes, in memory or memory-mapped, and synthetic ones.
+
+use std::fs::File;
+use std::path::Path;
+
+use memmap2::Mmap;
+use prp::{BLOCK_BYTES, ChaCha8, Cpu, Key, Keystream, derive};
+
+use crate::error::Error;
+use crate::params::Params;
+
+/// A database of `n` entries of `E` bytes each, entry `i` at bytes `i E .. (i + 1) E`.
+/// Entries at index `n` and above (the padding of the last blocks) read as zero.
+#[derive(Clone, Copy, Debug)]
+pub struct Database<'a> {
+    bytes: &'a [u8],
+    entry_size: usize,
+}
+
+impl<'a> Database<'a> {
+    /// The database held in `bytes`. Errors if it is empty or not a whole number of entries.
+    pub fn new(bytes: &'a [u8], entry_size: usize) -> Result<Self, Error> {
+        if entry_size == 0 {
+            return Err(Error::Database(
+                "the entry size must be at least 1 byte".into(),
+            ));
+        }
+        if bytes.is_empty() || bytes.len() % entry_size != 0 {
+            return Err(Error::Database(format!(
+                "{} bytes is not a positive multiple of the entry size {entry_size}",
+                bytes.len()
+            )));
+        }
+        Ok(Self { bytes, entry_size })
+    }
+
+    /// `n`.
+    pub fn entries(&self) -> u64 {
+        (self.bytes.len() / self.entry_size) as u64
+    }
+
+    /// `E`.
+    pub fn entry_size(&self) -> usize {
+        self.entry_size
+    }
+
+    /// All the bytes.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// Entry `index`, or `None` past the end (an entry that reads as zero).
+    pub fn entry(&self, index: u64) -> Option<&'a [u8]> {
+        let start = usize::try_from(index).ok()?.checked_mul(self.entry_size)?;
+        self.bytes.get(start..start + self.entry_size)
+    }
+
+    /// The stored entries of blocks `blocks` of `w` entries: entries `start w .. min(end w, n)`
+    /// (possibly empty, when the range lies wholly in the padding).
+    pub fn rows(&self, blocks: std::ops::Range<u64>, block_size: u64) -> &'a [u8] {
+        let clamp = |block: u64| {
+            let entry = block.saturating_mul(block_size).min(self.entries());
+            entry as usize * self.entry_size
+        };
+        &self.bytes[clamp(blocks.start)..clamp(blocks.end)]
+    }
+
+    /// Errors unless this database has the `n` and `E` of `params`.
+    pub fn check(&self, params: &Params) -> Result<(), Error> {
+        if self.entry_size != params.entry_size() || self.entries() != params.entries() {
+            return Err(Error::Database(format!(
+                "the database holds {} entries of {} bytes; the parameters say {} of {}",
+                self.entries(),
+                self.entry_size,
+                params.entries(),
+                params.entry_size()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A database file mapped into memory: pages are read as generation reaches them, so files
+/// larger than RAM work.
+#[derive(Debug)]
+pub struct MappedDatabase {
+    map: Mmap,
+    entry_size: usize,
+}
+
+impl MappedDatabase {
+    /// Maps the file at `path`. Errors if it cannot be read or is not a whole number of
+    /// `entry_size`-byte entries.
+    pub fn open(path: &Path, entry_size: usize) -> Result<Self, Error> {
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        // SAFETY: the map is read-only; as for any mapped file, another process truncating or
+        // rewriting it while we read is outside what this crate can prevent (documented on
+        // the tool: do not modify a database while hints are generated from it).
+        let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+        Database::new(&map, entry_size).map_err(|e| match e {
+            Error::Database(why) => Error::Database(format!("{}: {why}", path.display())),
+            other => other,
+        })?;
+        Ok(Self { map, entry_size })
+    }
+
+    /// The database view of the mapped bytes.
+    pub fn database(&self) -> Database<'_> {
+        Database {
+            bytes: &self.map,
+            entry_size: self.entry_size,
+        }
+    }
+}
+
+/// The keystream that synthetic databases are made of: byte `i` of the database of `seed` is
+/// byte `i` of ChaCha8 with key `derive(K, "pir-hints/synthetic-db", 0)`, nonce `[0, 0, 0]`,
+/// where `K` holds `seed` as 8 little-endian bytes and 24 zero bytes. The stream is 256 GiB
+/// long, so synthetic databases hold at most that much.
+pub fn synthetic_stream(seed: u64) -> ChaCha8 {
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    ChaCha8::new(
+        derive(&Key::new(&bytes), "pir-hints/synthetic-db", 0),
+        [0, 0, 0],
+    )
+}
+
+/// The largest synthetic database, in bytes: the whole keystream.
+pub const MAX_SYNTHETIC_BYTES: u64 = (BLOCK_BYTES as u64) << 32;
+
+/// Fills `out` with bytes `offset ..` of the synthetic database of `seed`, on all cores.
+/// Errors if `offset` is not a multiple of 64 or the range passes [`MAX_SYNTHETIC_BYTES`].
+pub fn fill_synthetic(seed: u64, offset: u64, out: &mut [u8]) -> Result<(), Error> {
+    if offset % BLOCK_BYTES as u64 != 0 || offset + out.len() as u64 > MAX_SYNTHETIC_BYTES {
+        return Err(Error::Parameter(format!(
+            "synthetic bytes {offset} .. +{} must start at a multiple of 64 and end by 2^38",
+            out.len()
+        )));
+    }
+    let counter = (offset / BLOCK_BYTES as u64) as u32;
+    Ok(Cpu.fill_keystream(&synthetic_stream(seed), counter, out)?)
+}
+
+/// The synthetic database of `seed` with `entries` entries of `entry_size` bytes, in memory.
+pub fn synthetic_database(seed: u64, entries: u64, entry_size: usize) -> Result<Vec<u8>, Error> {
+    let len = entries
+        .checked_mul(entry_size as u64)
+        .filter(|&len| len <= MAX_SYNTHETIC_BYTES)
+        .ok_or_else(|| {
+            Error::Parameter(format!(
+                "{entries} entries of {entry_size} bytes is more than a synthetic database holds"
+            ))
+        })?;
+    let mut bytes = vec![0u8; len as usize];
+    fill_synthetic(seed, 0, &mut bytes)?;
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_and_padding() {
+        let bytes: Vec<u8> = (0..30).collect();
+        assert!(Database::new(&bytes, 4).is_err());
+        assert!(Database::new(&[], 3).is_err());
+        assert!(Database::new(&bytes, 0).is_err());
+        let db = Database::new(&bytes, 3).unwrap();
+        assert_eq!(db.entries(), 10);
+        assert_eq!(db.entry(9), Some(&bytes[27..30]));
+        assert_eq!(db.entry(10), None);
+        assert_eq!(db.rows(1..2, 4), &bytes[12..24]);
+        assert_eq!(db.rows(2..4, 4), &bytes[24..30]);
+        assert!(db.rows(3..4, 4).is_empty());
+    }
+
+    #[test]
+    fn synthetic_is_a_keystream_prefix() {
+        let all = synthetic_database(7, 100, 5).unwrap();
+        let mut tail = vec![0u8; 500 - 128];
+        fill_synthetic(7, 128, &mut tail).unwrap();
+        assert_eq!(&all[128..], &tail[..]);
+        assert_ne!(all, synthetic_database(8, 100, 5).unwrap());
+        assert!(fill_synthetic(7, 3, &mut tail).is_err());
+    }
+}

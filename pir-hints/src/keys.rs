@@ -1,0 +1,72 @@
+//! The master key, the keys derived from it, and key files.
+
+use std::path::Path;
+
+use prp::{Key, derive};
+use zeroize::Zeroizing;
+
+use crate::error::Error;
+use crate::params::Scheme;
+
+/// Bytes in a key file: the raw 32-byte master key, nothing else.
+pub const KEY_FILE_BYTES: usize = 32;
+
+/// The secret master key of a hint set and the keys derived from it (SPEC.md, "pir-hints").
+///
+/// Never printed (`Debug` hides it) and zeroed on drop. Hint files record only its
+/// [`fingerprint`](Self::fingerprint), a one-way hash, so that `combine` and `verify` can tell
+/// whether files and keys belong together.
+#[derive(Clone, Debug)]
+pub struct MasterKey {
+    master: Key,
+}
+
+/// The label of the key fingerprint: `derive(master, FINGERPRINT_LABEL, 0)`.
+const FINGERPRINT_LABEL: &str = "pir-hints/fingerprint";
+
+impl MasterKey {
+    /// The master key with these 32 bytes.
+    pub fn new(bytes: &[u8; 32]) -> Self {
+        Self {
+            master: Key::new(bytes),
+        }
+    }
+
+    /// Reads a key file: exactly [`KEY_FILE_BYTES`] raw bytes.
+    pub fn from_file(path: &Path) -> Result<Self, Error> {
+        let bytes = Zeroizing::new(std::fs::read(path).map_err(|e| Error::io(path, e))?);
+        let bytes: &[u8; KEY_FILE_BYTES] = bytes.as_slice().try_into().map_err(|_| {
+            Error::KeyFile(format!(
+                "{} holds {} bytes; a key file holds exactly {KEY_FILE_BYTES}",
+                path.display(),
+                bytes.len()
+            ))
+        })?;
+        Ok(Self::new(bytes))
+    }
+
+    /// The select key `ks` of a scheme: `derive(master, "rms24/prf", 0)` or
+    /// `derive(master, "plinko/select", 0)`.
+    pub fn select_key(&self, scheme: Scheme) -> Key {
+        match scheme {
+            Scheme::Rms24 => derive(&self.master, "rms24/prf", 0),
+            Scheme::Plinko => derive(&self.master, "plinko/select", 0),
+        }
+    }
+
+    /// Plinko's key of block `a`: `derive(master, "plinko/block", a)`.
+    pub fn block_key(&self, block: u64) -> Key {
+        derive(&self.master, "plinko/block", block)
+    }
+
+    /// A public, one-way fingerprint of the key: the bytes of
+    /// `derive(master, "pir-hints/fingerprint", 0)`.
+    pub fn fingerprint(&self) -> [u8; 32] {
+        let words = derive(&self.master, FINGERPRINT_LABEL, 0);
+        let mut bytes = [0u8; 32];
+        for (dst, word) in bytes.chunks_exact_mut(4).zip(words.words()) {
+            dst.copy_from_slice(&word.to_le_bytes());
+        }
+        bytes
+    }
+}

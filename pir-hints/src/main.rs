@@ -1,0 +1,3 @@
+//! The `pir-hints` command-line tool.
+
+fn main() {}

@@ -1,0 +1,344 @@
+//! Hint parameters: the scheme, the database shape and the hint counts, checked once.
+
+use std::fmt;
+use std::ops::Range;
+
+use crate::error::Error;
+
+/// The default security parameter: Plinko's regular hints per block entry, and the PRP
+/// security of its invertible PRF.
+pub const DEFAULT_LAMBDA: u32 = 128;
+
+/// Which PIR scheme the hints are for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Scheme {
+    /// Ren, Mughees, Sun (CCS 2024): offsets from ChaCha, one entry per selected block.
+    Rms24,
+    /// Hoover, Patel, Persiano, Yeo: offsets from an invertible PRF per block, so the database
+    /// is streamed once and each entry updated into the hints that hold it.
+    Plinko,
+}
+
+impl Scheme {
+    /// The scheme's code in hint files.
+    pub(crate) fn code(self) -> u32 {
+        match self {
+            Scheme::Rms24 => 1,
+            Scheme::Plinko => 2,
+        }
+    }
+
+    /// The scheme with this code in hint files.
+    pub(crate) fn from_code(code: u32) -> Option<Self> {
+        match code {
+            1 => Some(Scheme::Rms24),
+            2 => Some(Scheme::Plinko),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Scheme {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Scheme::Rms24 => "rms24",
+            Scheme::Plinko => "plinko",
+        })
+    }
+}
+
+impl std::str::FromStr for Scheme {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s.to_ascii_lowercase().as_str() {
+            "rms24" => Ok(Scheme::Rms24),
+            "plinko" => Ok(Scheme::Plinko),
+            _ => Err(Error::Parameter(format!(
+                "unknown scheme {s:?} (expected rms24 or plinko)"
+            ))),
+        }
+    }
+}
+
+/// Checked hint parameters (SPEC.md, "pir-hints"): `n` entries of `E` bytes in `c` blocks of
+/// `w` entries (`c = ceil(n / w)` rounded up to even), `M` main (RMS24) or regular (Plinko)
+/// hints numbered `0 .. M` and `q` backup hints numbered `M .. M + q`.
+///
+/// Build them with [`Params::new`], which fills in the defaults, then adjust with the `with_`
+/// methods; each re-checks the whole set.
+///
+/// ```
+/// use pir_hints::{Params, Scheme};
+///
+/// # fn main() -> Result<(), pir_hints::Error> {
+/// let params = Params::new(Scheme::Rms24, 1_000_000, 32)?;
+/// assert_eq!(params.block_size(), 1000); // ceil(sqrt(n))
+/// assert_eq!(params.blocks(), 1000);
+/// assert_eq!(params.main_hints(), 128 * 1000); // lambda * w
+///
+/// let plinko = Params::new(Scheme::Plinko, 1_000_000, 48)?.with_hints(4096, 512)?;
+/// assert_eq!(plinko.block_size(), 1024); // a power of two near sqrt(n)
+/// assert_eq!(plinko.blocks(), 978); // ceil(n / w) = 977, rounded up to even
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Params {
+    scheme: Scheme,
+    entries: u64,
+    entry_size: usize,
+    block_size: u64,
+    main_hints: u64,
+    backup_hints: u64,
+    lambda: u32,
+}
+
+/// The largest entry size: entries are XORed in registers on the GPU.
+pub const MAX_ENTRY_SIZE: usize = 1 << 12;
+
+impl Params {
+    /// Parameters for `entries` entries of `entry_size` bytes with the defaults:
+    /// - block size `ceil(sqrt(n))` for RMS24, and for Plinko the power of two nearest
+    ///   `sqrt(n)` (so that `c` stays near `w`);
+    /// - `lambda = 128`, `lambda * w` main or regular hints and as many backup hints.
+    pub fn new(scheme: Scheme, entries: u64, entry_size: usize) -> Result<Self, Error> {
+        if entries == 0 {
+            return Err(Error::Parameter("the database has no entries".into()));
+        }
+        let root = entries.isqrt() + u64::from(entries.isqrt().pow(2) < entries);
+        let block_size = match scheme {
+            Scheme::Rms24 => root,
+            Scheme::Plinko => nearest_power_of_two(root),
+        };
+        let main = u64::from(DEFAULT_LAMBDA).saturating_mul(block_size);
+        let params = Self {
+            scheme,
+            entries,
+            entry_size,
+            block_size,
+            main_hints: main,
+            backup_hints: main,
+            lambda: DEFAULT_LAMBDA,
+        };
+        params.check()
+    }
+
+    /// The same parameters with another block size `w`; the hint counts are kept.
+    pub fn with_block_size(self, block_size: u64) -> Result<Self, Error> {
+        Self { block_size, ..self }.check()
+    }
+
+    /// The same parameters with `main` main (regular) hints and `backup` backup hints.
+    pub fn with_hints(self, main: u64, backup: u64) -> Result<Self, Error> {
+        Self {
+            main_hints: main,
+            backup_hints: backup,
+            ..self
+        }
+        .check()
+    }
+
+    /// The same parameters with security parameter `lambda` (Plinko's iPRF; RMS24 records it
+    /// only). The hint counts are kept.
+    pub fn with_lambda(self, lambda: u32) -> Result<Self, Error> {
+        Self { lambda, ..self }.check()
+    }
+
+    /// Parameters exactly as given (from a hint file), checked.
+    pub(crate) fn from_parts(
+        scheme: Scheme,
+        entries: u64,
+        entry_size: usize,
+        block_size: u64,
+        hints: (u64, u64),
+        lambda: u32,
+    ) -> Result<Self, Error> {
+        Self {
+            scheme,
+            entries,
+            entry_size,
+            block_size,
+            main_hints: hints.0,
+            backup_hints: hints.1,
+            lambda,
+        }
+        .check()
+    }
+
+    fn check(self) -> Result<Self, Error> {
+        let bad = |why: String| Err(Error::Parameter(why));
+        if self.entries == 0 {
+            return bad("the database has no entries".into());
+        }
+        if self.entry_size == 0 || self.entry_size > MAX_ENTRY_SIZE {
+            return bad(format!(
+                "entry size {} is outside 1 ..= {MAX_ENTRY_SIZE} bytes",
+                self.entry_size
+            ));
+        }
+        if self.block_size == 0 || self.block_size > u64::from(u32::MAX) {
+            return bad(format!(
+                "block size {} is outside 1 ..= 2^32 - 1",
+                self.block_size
+            ));
+        }
+        if self.scheme == Scheme::Plinko && !self.block_size.is_power_of_two() {
+            return bad(format!(
+                "Plinko needs a power-of-two block size, not {}",
+                self.block_size
+            ));
+        }
+        if self.scheme == Scheme::Plinko && self.block_size > prp::MAX_BINS {
+            return bad(format!(
+                "block size {} is more than the {} bins of the iPRF",
+                self.block_size,
+                prp::MAX_BINS
+            ));
+        }
+        // c <= 2^36 keeps every select counter floor(a / 16) below 2^32.
+        if self.blocks() > 1 << 36 {
+            return bad(format!("{} blocks is more than 2^36", self.blocks()));
+        }
+        let total = self.main_hints.checked_add(self.backup_hints);
+        match total {
+            None | Some(0) => return bad("there must be at least one hint".into()),
+            Some(total) if usize::try_from(total).is_err() => {
+                return bad(format!("{total} hints do not fit in memory"));
+            }
+            Some(total) if self.scheme == Scheme::Plinko && total > prp::MAX_TABLE_DOMAIN => {
+                return bad(format!(
+                    "{total} Plinko hints is more than the {} an iPRF table holds",
+                    prp::MAX_TABLE_DOMAIN
+                ));
+            }
+            Some(_) => {}
+        }
+        if self.lambda == 0 {
+            return bad("lambda must be at least 1".into());
+        }
+        Ok(self)
+    }
+
+    /// The scheme.
+    pub fn scheme(&self) -> Scheme {
+        self.scheme
+    }
+
+    /// `n`, the number of entries.
+    pub fn entries(&self) -> u64 {
+        self.entries
+    }
+
+    /// `E`, the bytes per entry.
+    pub fn entry_size(&self) -> usize {
+        self.entry_size
+    }
+
+    /// `w`, the entries per block.
+    pub fn block_size(&self) -> u64 {
+        self.block_size
+    }
+
+    /// `c = ceil(n / w)` rounded up to even; entries past `n` read as zero.
+    pub fn blocks(&self) -> u64 {
+        self.entries.div_ceil(self.block_size).next_multiple_of(2)
+    }
+
+    /// `M`, the main (RMS24) or regular (Plinko) hints: `0 .. M`.
+    pub fn main_hints(&self) -> u64 {
+        self.main_hints
+    }
+
+    /// `q`, the backup hints: `M .. M + q`.
+    pub fn backup_hints(&self) -> u64 {
+        self.backup_hints
+    }
+
+    /// `M + q`, every hint (Plinko's iPRF domain `m`).
+    pub fn total_hints(&self) -> u64 {
+        self.main_hints + self.backup_hints
+    }
+
+    /// The security parameter.
+    pub fn lambda(&self) -> u32 {
+        self.lambda
+    }
+
+    /// Every block, `0 .. c`.
+    pub fn all_blocks(&self) -> Range<u64> {
+        0..self.blocks()
+    }
+
+    /// Errors unless `blocks` is a non-empty range within `0 .. c`.
+    pub fn check_block_range(&self, blocks: &Range<u64>) -> Result<(), Error> {
+        if blocks.start >= blocks.end || blocks.end > self.blocks() {
+            return Err(Error::Parameter(format!(
+                "block range {blocks:?} is empty or not within 0..{}",
+                self.blocks()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The power of two nearest `x` (ties up), at least 1.
+fn nearest_power_of_two(x: u64) -> u64 {
+    let up = x.next_power_of_two();
+    let down = up / 2;
+    if down > 0 && x - down < up - x {
+        down
+    } else {
+        up
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults() {
+        let p = Params::new(Scheme::Rms24, 1_830_000_000, 40).unwrap();
+        assert_eq!(p.block_size(), 42_779);
+        let p = Params::new(Scheme::Rms24, 10, 4).unwrap();
+        assert_eq!((p.block_size(), p.blocks()), (4, 4));
+        let p = Params::new(Scheme::Plinko, 1 << 34, 48).unwrap();
+        assert_eq!((p.block_size(), p.blocks()), (1 << 17, 1 << 17));
+        assert_eq!(p.main_hints(), 1 << 24);
+        assert_eq!(nearest_power_of_two(1), 1);
+        assert_eq!(nearest_power_of_two(5), 4);
+        assert_eq!(nearest_power_of_two(6), 8);
+    }
+
+    #[test]
+    fn blocks_round_up_to_even() {
+        let p = Params::new(Scheme::Rms24, 1, 1).unwrap();
+        assert_eq!(p.blocks(), 2);
+        let p = p.with_block_size(3).unwrap();
+        assert_eq!(p.blocks(), 2);
+        let p = Params::new(Scheme::Rms24, 7, 1)
+            .unwrap()
+            .with_block_size(2)
+            .unwrap();
+        assert_eq!(p.blocks(), 4);
+    }
+
+    #[test]
+    fn rejects_bad_parameters() {
+        assert!(Params::new(Scheme::Rms24, 0, 4).is_err());
+        assert!(Params::new(Scheme::Rms24, 10, 0).is_err());
+        assert!(Params::new(Scheme::Rms24, 10, MAX_ENTRY_SIZE + 1).is_err());
+        let p = Params::new(Scheme::Plinko, 100, 4).unwrap();
+        assert!(p.with_block_size(12).is_err());
+        assert!(p.with_block_size(0).is_err());
+        assert!(p.with_hints(0, 0).is_err());
+        assert!(p.with_hints(u64::MAX, 1).is_err());
+        assert!(p.with_hints(1 << 32, 1).is_err());
+        assert!(p.with_lambda(0).is_err());
+        assert!(p.check_block_range(&(0..0)).is_err());
+        assert!(p.check_block_range(&(0..p.blocks() + 1)).is_err());
+        assert!(p.check_block_range(&(1..p.blocks())).is_ok());
+        assert!("RMS24".parse::<Scheme>().is_ok());
+        assert!("pir".parse::<Scheme>().is_err());
+    }
+}
