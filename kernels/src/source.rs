@@ -36,8 +36,14 @@ pub const MERKLE: Module = Module {
     source: include_str!("../cuda/merkle.cu"),
 };
 
+/// PIR hints: subsets by exact median selection, RMS24's gather, Plinko's scatter.
+pub const PIR: Module = Module {
+    name: "pir",
+    source: include_str!("../cuda/pir.cu"),
+};
+
 /// Every kernel module of the workspace (the NVRTC compile test walks this list).
-pub const MODULES: &[Module] = &[CHACHA, PRP, MERKLE];
+pub const MODULES: &[Module] = &[CHACHA, PRP, MERKLE, PIR];
 
 #[cfg(test)]
 mod tests {

@@ -1,11 +1,12 @@
 //! The CPU reference backend: RMS24 hint by hint, Plinko block by block, rayon over hints.
 
-use prp::{Cpu as PrpCpu, Evaluator, Iprf, Key};
+use prp::{Cpu as PrpCpu, Evaluator, Key};
 use rayon::prelude::*;
 
 use crate::database::Database;
 use crate::error::Error;
 use crate::hints::Hints;
+use crate::keys::MasterKey;
 use crate::params::{Params, Scheme};
 use crate::subset::{OFFSETS_PER_BLOCK, Summary, rms24_offset, select_value};
 use crate::{HintGenerator, Job, Subset};
@@ -173,8 +174,12 @@ pub(crate) fn summaries(params: &Params, select_key: &Key) -> Vec<Summary> {
 }
 
 /// `F(K[a], j)` for every hint `j < m`, from the iPRF's whole-domain tables.
-pub(crate) fn plinko_offsets(params: &Params, block_key: Key) -> Result<Vec<u32>, Error> {
-    let iprf = Iprf::new(block_key, params.total_hints(), params.block_size())?;
+pub(crate) fn plinko_offsets(
+    params: &Params,
+    key: &MasterKey,
+    block: u64,
+) -> Result<Vec<u32>, Error> {
+    let iprf = key.block_iprf(params, block)?;
     let tables = PrpCpu.iprf_tables(&iprf)?;
     let mut offsets = vec![0u32; params.total_hints() as usize];
     for bin in 0..params.block_size() {
@@ -197,7 +202,7 @@ fn plinko(
     let summaries = summaries(&params, &select_key);
     let mut hints = job.empty_hints();
     for a in job.blocks() {
-        let offsets = plinko_offsets(&params, job.key().block_key(a))?;
+        let offsets = plinko_offsets(&params, job.key(), a)?;
         for_each_hint(&mut hints, usize::MAX, &|_| {}, |slot| {
             let summary = summaries[slot.hint as usize];
             if !summary.valid {

@@ -1,18 +1,163 @@
-//! The CUDA backend.
+//! The CUDA backend: kernels of `kernels/cuda/pir.cu`, run through `kernels`.
+//!
+//! - Subsets: one thread block per hint finds the exact median of its `c` select values by a
+//!   four-pass radix select (8 bits a pass, the values regenerated from ChaCha each pass, so
+//!   nothing is stored), then the extra block by a block-wide prefix count.
+//! - RMS24: one thread per hint walks the blocks, one ChaCha block for 16 select values and
+//!   two for 16 offsets, and XORs the chosen entries in registers. Entries wider than 128
+//!   bytes are done 128 bytes (a column) per pass.
+//! - Plinko: per database block, the iPRF's inverse permutation over all `m` hints and its bin
+//!   ranges are built on the GPU by the `prp` crate; then one thread per PRP image finds its
+//!   bin (the entry's offset), its hint, and XORs the entry into that hint. Every hint is hit
+//!   once per block, so no atomics are needed.
+//!
+//! Several GPUs split RMS24 by hints and Plinko by blocks. Databases larger than a GPU's
+//! free memory are uploaded in block ranges.
 
+#![allow(unsafe_code)]
+
+use std::ops::Range;
 use std::sync::Arc;
 
-use kernels::Gpu;
+use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, ValidAsZeroBits, source};
+use prp::Evaluator;
+use zeroize::{Zeroize, ZeroizeOnDrop};
 
-use crate::database::Database;
+use crate::database::{Database, synthetic_stream};
 use crate::error::Error;
-use crate::hints::Hints;
+use crate::hints::{Hints, xor_into};
+use crate::keys::MasterKey;
+use crate::params::{Params, Scheme};
 use crate::{HintGenerator, Job};
 
+/// Threads per block of the subset kernel (fixed in pir.cu).
+const SUBSET_THREADS: u32 = 256;
+/// Threads per block of the gather and scatter kernels.
+const THREADS: u32 = 128;
+/// Hints per launch of the subset and gather kernels: the unit of progress reports.
+const HINTS_PER_LAUNCH: u64 = 1 << 18;
+/// Bytes of database rows uploaded at a time when streaming Plinko's blocks.
+const PLINKO_ROW_BYTES: u64 = 256 << 20;
+/// Device memory left free for everything else (the iPRF tables, the driver).
+const RESERVED_BYTES: u64 = 1 << 30;
+/// Parity words a gather pass handles per hint (128 bytes); wider entries take several.
+const MAX_COLUMN_WORDS: u32 = 32;
+/// The largest number of blocks the subset kernel handles (its ranks are 32-bit).
+const MAX_GPU_BLOCKS: u64 = 1 << 32;
+
+/// A hint's subset on the device, as `HintSummary` in pir.cu.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct HintSummary {
+    extra: u64,
+    cutoff: u32,
+    valid: u32,
+}
+
+// SAFETY: a `#[repr(C)]` struct of integers laid out as `HintSummary` in pir.cu; all zero
+// bits is a valid value.
+unsafe impl DeviceRepr for HintSummary {}
+// SAFETY: as above.
+unsafe impl ValidAsZeroBits for HintSummary {}
+
+/// The shape of the rows a kernel reads, as `RowShape` in pir.cu.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct RowShape {
+    row_first: u64,
+    row_count: u64,
+    entry_size: u32,
+    words: u32,
+}
+
+// SAFETY: a `#[repr(C)]` struct of integers laid out as `RowShape` in pir.cu.
+unsafe impl DeviceRepr for RowShape {}
+
+/// A key as the kernels' `ChaChaKey` parameter, zeroed on drop.
+#[repr(C)]
+#[derive(Zeroize, ZeroizeOnDrop)]
+struct DeviceKey {
+    words: [u32; 8],
+}
+
+// SAFETY: a `#[repr(C)]` array of u32s, laid out as `ChaChaKey` in chacha.cuh.
+unsafe impl DeviceRepr for DeviceKey {}
+
+impl DeviceKey {
+    fn new(key: &prp::Key) -> Self {
+        Self {
+            words: *key.words(),
+        }
+    }
+}
+
+/// Parity words per hint for `E`-byte entries.
+fn parity_words(entry_size: usize) -> u32 {
+    entry_size.div_ceil(4) as u32
+}
+
+/// Parities held as `words` little-endian words per hint, back to `E` bytes per hint.
+fn words_to_bytes(words: &[u32], per_hint: u32, entry_size: usize) -> Vec<u8> {
+    words
+        .chunks(per_hint as usize)
+        .flat_map(|hint| {
+            let bytes: Vec<u8> = hint.iter().flat_map(|w| w.to_le_bytes()).collect();
+            bytes.into_iter().take(entry_size)
+        })
+        .collect()
+}
+
 /// The CUDA backend on one or more GPUs of this host.
+///
+/// ```no_run
+/// use pir_hints::{Cuda, Database, HintGenerator, Job, MasterKey, Params, Scheme};
+///
+/// # fn main() -> Result<(), pir_hints::Error> {
+/// let bytes = pir_hints::synthetic_database(1, 100_000, 32)?;
+/// let db = Database::new(&bytes, 32)?;
+/// let params = Params::new(Scheme::Rms24, 100_000, 32)?;
+/// let key = MasterKey::new(&[5; 32]);
+/// let hints = Cuda::new()?.generate(&Job::new(params, &key), &db)?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Cuda {
     gpus: Vec<Arc<Gpu>>,
+}
+
+/// A range of a database's blocks resident on one GPU, for repeated or benchmarked runs
+/// ([`Cuda::upload_database`], [`Cuda::synthetic_database`], [`Cuda::generate_resident`]).
+#[derive(Debug)]
+pub struct DeviceDatabase {
+    gpu: Arc<Gpu>,
+    bytes: DeviceBuffer<u8>,
+    params: Params,
+    blocks: Range<u64>,
+}
+
+impl DeviceDatabase {
+    /// The blocks it holds.
+    pub fn blocks(&self) -> Range<u64> {
+        self.blocks.clone()
+    }
+
+    /// The rows' shape for the kernels: the entries of its blocks that lie below `n`.
+    fn shape(&self) -> RowShape {
+        row_shape(&self.params, self.blocks.clone())
+    }
+}
+
+/// The entries of `blocks` below `n`, as the kernels see them.
+fn row_shape(params: &Params, blocks: Range<u64>) -> RowShape {
+    let w = params.block_size();
+    let first = (blocks.start * w).min(params.entries());
+    let end = (blocks.end * w).min(params.entries());
+    RowShape {
+        row_first: blocks.start * w,
+        row_count: end - first,
+        entry_size: params.entry_size() as u32,
+        words: parity_words(params.entry_size()),
+    }
 }
 
 impl Cuda {
@@ -34,19 +179,478 @@ impl Cuda {
     pub fn gpus(&self) -> &[Arc<Gpu>] {
         &self.gpus
     }
+
+    /// Copies blocks `blocks` of `db` to the first GPU.
+    pub fn upload_database(
+        &self,
+        params: &Params,
+        db: &Database<'_>,
+        blocks: Range<u64>,
+    ) -> Result<DeviceDatabase, Error> {
+        db.check(params)?;
+        params.check_block_range(&blocks)?;
+        let gpu = Arc::clone(&self.gpus[0]);
+        let bytes = gpu.upload(db.rows(blocks.clone(), params.block_size()))?;
+        Ok(DeviceDatabase {
+            gpu,
+            bytes,
+            params: *params,
+            blocks,
+        })
+    }
+
+    /// Blocks `blocks` of the synthetic database of `seed` ([`crate::synthetic_stream`]),
+    /// generated on the first GPU: nothing crosses the bus. The blocks must start at a byte
+    /// offset that is a multiple of 64 (block 0 always does).
+    pub fn synthetic_database(
+        &self,
+        seed: u64,
+        params: &Params,
+        blocks: Range<u64>,
+    ) -> Result<DeviceDatabase, Error> {
+        params.check_block_range(&blocks)?;
+        let gpu = Arc::clone(&self.gpus[0]);
+        let shape = row_shape(params, blocks.clone());
+        let offset = shape.row_first * params.entry_size() as u64;
+        let len = shape.row_count * params.entry_size() as u64;
+        if offset % 64 != 0 || offset + len > crate::MAX_SYNTHETIC_BYTES {
+            return Err(Error::Parameter(format!(
+                "synthetic blocks {blocks:?} start at byte {offset}, not a multiple of 64, or \
+                 pass the end of the synthetic stream"
+            )));
+        }
+        let mut bytes = gpu.alloc_zeroed::<u8>(len.next_multiple_of(64) as usize)?;
+        prp::Cuda::on(Arc::clone(&gpu)).fill_keystream_device(
+            &synthetic_stream(seed),
+            (offset / 64) as u32,
+            &mut bytes,
+        )?;
+        Ok(DeviceDatabase {
+            gpu,
+            bytes,
+            params: *params,
+            blocks,
+        })
+    }
+
+    /// The hints of `job` from a database already on a GPU, on that GPU alone. The job's
+    /// blocks must lie within the database's.
+    pub fn generate_resident(
+        &self,
+        job: &Job<'_>,
+        db: &DeviceDatabase,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<Hints, Error> {
+        if db.params != *job.params()
+            || job.blocks().start < db.blocks.start
+            || job.blocks().end > db.blocks.end
+        {
+            return Err(Error::Parameter(format!(
+                "the job (blocks {:?}) does not match the device database (blocks {:?})",
+                job.blocks(),
+                db.blocks
+            )));
+        }
+        let worker = Worker::new(&db.gpu, job)?;
+        let mut hints = job.empty_hints();
+        match job.params().scheme() {
+            Scheme::Rms24 => {
+                let all = 0..job.params().total_hints();
+                let part = worker.rms24(all, &mut |gather| {
+                    gather(&db.bytes, db.shape(), job.blocks(), progress)
+                })?;
+                part.store(&mut hints);
+            }
+            Scheme::Plinko => {
+                let part = worker.plinko(job.blocks(), &mut |blocks, scatter| {
+                    for a in blocks {
+                        scatter(a, &db.bytes, db.shape())?;
+                        progress(1);
+                    }
+                    Ok(())
+                })?;
+                part.store(&mut hints);
+            }
+        }
+        Ok(hints)
+    }
+}
+
+/// Splits `range` into `parts` nearly equal consecutive pieces (none empty unless `range` is
+/// shorter than `parts`).
+fn split(range: Range<u64>, parts: usize) -> Vec<Range<u64>> {
+    let len = range.end - range.start;
+    let parts = parts as u64;
+    (0..parts)
+        .map(|i| range.start + len * i / parts..range.start + len * (i + 1) / parts)
+        .filter(|r| !r.is_empty())
+        .collect()
 }
 
 impl HintGenerator for Cuda {
     fn name(&self) -> String {
-        format!("CUDA ({} GPUs)", self.gpus.len())
+        let first = &self.gpus[0].info().name;
+        match self.gpus.len() {
+            1 => format!("CUDA ({first})"),
+            n => format!("CUDA ({n} x {first})"),
+        }
     }
 
     fn generate_with_progress(
         &self,
-        _job: &Job<'_>,
-        _db: &Database<'_>,
-        _progress: &(dyn Fn(u64) + Sync),
+        job: &Job<'_>,
+        db: &Database<'_>,
+        progress: &(dyn Fn(u64) + Sync),
     ) -> Result<Hints, Error> {
-        Err(Error::Parameter("not yet".into()))
+        db.check(job.params())?;
+        let params = *job.params();
+        let by_hints = params.scheme() == Scheme::Rms24;
+        let whole = if by_hints {
+            0..params.total_hints()
+        } else {
+            job.blocks()
+        };
+        let pieces = split(whole, self.gpus.len());
+        let parts: Vec<Result<Part, Error>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = pieces
+                .into_iter()
+                .zip(&self.gpus)
+                .map(|(piece, gpu)| {
+                    scope.spawn(move || {
+                        let worker = Worker::new(gpu, job)?;
+                        if by_hints {
+                            worker.rms24(piece, &mut |gather| {
+                                upload_in_ranges(
+                                    gpu,
+                                    &params,
+                                    db,
+                                    job.blocks(),
+                                    &mut |rows, shape, blocks, last| {
+                                        let report: &(dyn Fn(u64) + Sync) =
+                                            if last { progress } else { &|_| {} };
+                                        gather(rows, shape, blocks, report)
+                                    },
+                                )
+                            })
+                        } else {
+                            worker.plinko(piece.clone(), &mut |blocks, scatter| {
+                                upload_in_ranges(
+                                    gpu,
+                                    &params,
+                                    db,
+                                    blocks,
+                                    &mut |rows, shape, range, _| {
+                                        for a in range {
+                                            scatter(a, rows, shape)?;
+                                            progress(1);
+                                        }
+                                        Ok(())
+                                    },
+                                )
+                            })
+                        }
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::Parameter("a GPU worker panicked".into())))
+                })
+                .collect()
+        });
+        let mut hints = job.empty_hints();
+        for part in parts {
+            part?.store(&mut hints);
+        }
+        Ok(hints)
+    }
+}
+
+/// Uploads the stored rows of `blocks` in ranges that fit the GPU's free memory (or
+/// [`PLINKO_ROW_BYTES`] for Plinko) and calls `f(rows, shape, range, is_last)` on each.
+fn upload_in_ranges(
+    gpu: &Arc<Gpu>,
+    params: &Params,
+    db: &Database<'_>,
+    blocks: Range<u64>,
+    f: &mut RowsFn<'_>,
+) -> Result<(), Error> {
+    let row_bytes = params.block_size() * params.entry_size() as u64;
+    let budget = match params.scheme() {
+        Scheme::Rms24 => (gpu.free_memory()? as u64).saturating_sub(RESERVED_BYTES),
+        Scheme::Plinko => PLINKO_ROW_BYTES,
+    };
+    let per_range = (budget / row_bytes).max(1);
+    let mut start = blocks.start;
+    while start < blocks.end {
+        let end = (start + per_range).min(blocks.end);
+        let rows = gpu.upload(db.rows(start..end, params.block_size()))?;
+        f(
+            &rows,
+            row_shape(params, start..end),
+            start..end,
+            end == blocks.end,
+        )?;
+        start = end;
+    }
+    Ok(())
+}
+
+/// Parities of a range of hints from one GPU, and the validity of those hints.
+struct Part {
+    hints: Range<u64>,
+    valid: Vec<bool>,
+    parity: Vec<u8>,
+    second: Vec<u8>,
+    /// Whether the parities are a shard over blocks (XOR them in) or own their hints (copy).
+    xor: bool,
+}
+
+impl Part {
+    /// Writes this part into `hints`.
+    fn store(self, hints: &mut Hints) {
+        let params = *hints.params();
+        let e = params.entry_size();
+        let (valid, parity, second) = hints.parts_mut();
+        let (h0, h1) = (self.hints.start as usize, self.hints.end as usize);
+        valid[h0..h1].copy_from_slice(&self.valid);
+        let backup0 = (self.hints.start.max(params.main_hints()) - params.main_hints()) as usize;
+        let second = &mut second[backup0 * e..backup0 * e + self.second.len()];
+        if self.xor {
+            xor_into(&mut parity[h0 * e..h1 * e], &self.parity);
+            xor_into(second, &self.second);
+        } else {
+            parity[h0 * e..h1 * e].copy_from_slice(&self.parity);
+            second.copy_from_slice(&self.second);
+        }
+    }
+}
+
+/// Work on rows uploaded to the device: `(rows, shape, the blocks they hold, is_last)`.
+type RowsFn<'a> =
+    dyn FnMut(&DeviceBuffer<u8>, RowShape, Range<u64>, bool) -> Result<(), Error> + 'a;
+
+/// Plinko's scatter of block `a` from rows on the device: `(a, rows, shape)`.
+type ScatterFn<'a> = dyn FnMut(u64, &DeviceBuffer<u8>, RowShape) -> Result<(), Error> + 'a;
+
+/// Feeds the rows of blocks `blocks` to a scatter, block by block.
+type BlockStream<'a> = dyn FnMut(Range<u64>, &mut ScatterFn<'_>) -> Result<(), Error> + 'a;
+
+/// How a gather pass is run over rows on the device: `(rows, shape, blocks, progress)`.
+type Gather<'a> = dyn FnMut(&DeviceBuffer<u8>, RowShape, Range<u64>, &(dyn Fn(u64) + Sync)) -> Result<(), Error>
+    + 'a;
+
+/// One GPU's share of a job.
+struct Worker<'a> {
+    gpu: &'a Arc<Gpu>,
+    params: Params,
+    key: &'a MasterKey,
+    select_key: DeviceKey,
+}
+
+impl<'a> Worker<'a> {
+    fn new(gpu: &'a Arc<Gpu>, job: &Job<'a>) -> Result<Self, Error> {
+        let params = *job.params();
+        if params.blocks() > MAX_GPU_BLOCKS {
+            return Err(Error::Parameter(format!(
+                "{} blocks is more than the GPU backend's 2^32",
+                params.blocks()
+            )));
+        }
+        Ok(Self {
+            gpu,
+            params,
+            key: job.key(),
+            select_key: DeviceKey::new(&job.key().select_key(params.scheme())),
+        })
+    }
+
+    fn kernel(&self, name: &str) -> Result<Kernel, Error> {
+        Ok(self.gpu.kernel(&source::PIR, name)?)
+    }
+
+    /// The subset summaries of hints `hints`, indexed from `hints.start`.
+    fn summaries(&self, hints: Range<u64>) -> Result<DeviceBuffer<HintSummary>, Error> {
+        let kernel = self.kernel("pir_subsets")?;
+        let mut out = self
+            .gpu
+            .alloc_zeroed::<HintSummary>((hints.end - hints.start) as usize)?;
+        let mut first = hints.start;
+        while first < hints.end {
+            let count = (hints.end - first).min(HINTS_PER_LAUNCH);
+            let offset = first - hints.start;
+            let mut piece = self.gpu.alloc_zeroed::<HintSummary>(count as usize)?;
+            let blocks = self.params.blocks();
+            let main = self.params.main_hints();
+            let launch = self
+                .gpu
+                .launch(
+                    &kernel,
+                    Grid::cover(count * u64::from(SUBSET_THREADS), SUBSET_THREADS),
+                )
+                .value(&self.select_key)
+                .value(&first)
+                .value(&count)
+                .value(&blocks)
+                .value(&main)
+                .buffer_mut(&mut piece);
+            // SAFETY: pir_subsets(ChaChaKey, u64 first, u64 count, u64 blocks, u64 main,
+            // HintSummary*) writes `count` summaries, one block of SUBSET_THREADS per hint.
+            unsafe { launch.run() }?;
+            let host = piece.to_host()?;
+            out.copy_from_host_at(offset as usize, &host)?;
+            first += count;
+        }
+        Ok(out)
+    }
+
+    /// RMS24 over hints `hints`: subsets, then `passes` runs the returned gather over the
+    /// database rows (once, or per uploaded range).
+    fn rms24(
+        &self,
+        hints: Range<u64>,
+        passes: &mut dyn FnMut(&mut Gather<'_>) -> Result<(), Error>,
+    ) -> Result<Part, Error> {
+        let params = self.params;
+        let words = parity_words(params.entry_size());
+        let summaries = self.summaries(hints.clone())?;
+        let count = hints.end - hints.start;
+        let second_base = hints.start.max(params.main_hints());
+        let backups = hints.end.saturating_sub(second_base);
+        let mut parity = self
+            .gpu
+            .alloc_zeroed::<u32>((count * u64::from(words)) as usize)?;
+        let mut second = self
+            .gpu
+            .alloc_zeroed::<u32>((backups * u64::from(words)) as usize)?;
+        let (column_words, name) = match words {
+            0..=4 => (4, "pir_rms24_gather_4"),
+            5..=16 => (16, "pir_rms24_gather_16"),
+            _ => (MAX_COLUMN_WORDS, "pir_rms24_gather_32"),
+        };
+        let kernel = self.kernel(name)?;
+        let w = params.block_size();
+        let reciprocal = u64::MAX / w;
+        let main = params.main_hints();
+        let base = hints.start;
+        passes(&mut |rows, shape, blocks, progress| {
+            let mut first = hints.start;
+            while first < hints.end {
+                let n = (hints.end - first).min(HINTS_PER_LAUNCH);
+                for column in (0..words).step_by(column_words as usize) {
+                    let launch = self
+                        .gpu
+                        .launch(&kernel, Grid::cover(n, THREADS))
+                        .value(&self.select_key)
+                        .value(&first)
+                        .value(&n)
+                        .value(&main)
+                        .value(&base)
+                        .value(&second_base)
+                        .buffer(&summaries)
+                        .buffer(rows)
+                        .value(&shape)
+                        .value(&blocks.start)
+                        .value(&blocks.end)
+                        .value(&w)
+                        .value(&reciprocal)
+                        .value(&column)
+                        .buffer_mut(&mut parity)
+                        .buffer_mut(&mut second);
+                    // SAFETY: pir_rms24_gather_CW(ChaChaKey, u64 first, u64 count, u64 main,
+                    // u64 base, u64 second_base, const HintSummary*, const u8*, RowShape, u64,
+                    // u64, u64, u64, u32, u32*, u32*): hints first .. first + n lie in
+                    // `hints`, whose summaries and parities (words per hint) these buffers
+                    // hold; backup hints index `second` from second_base; rows are read only
+                    // within shape.row_count entries.
+                    unsafe { launch.run() }?;
+                }
+                self.gpu.synchronize()?;
+                progress(n);
+                first += n;
+            }
+            Ok(())
+        })?;
+        Ok(Part {
+            valid: summaries.to_host()?.iter().map(|s| s.valid == 1).collect(),
+            parity: words_to_bytes(&parity.to_host()?, words, params.entry_size()),
+            second: words_to_bytes(&second.to_host()?, words, params.entry_size()),
+            hints,
+            xor: false,
+        })
+    }
+
+    /// Plinko over blocks `blocks`: subsets of every hint, then `stream` feeds the blocks'
+    /// rows to the returned scatter, block by block.
+    fn plinko(&self, blocks: Range<u64>, stream: &mut BlockStream<'_>) -> Result<Part, Error> {
+        let params = self.params;
+        let words = parity_words(params.entry_size());
+        let m = params.total_hints();
+        let summaries = self.summaries(0..m)?;
+        let mut parity = self
+            .gpu
+            .alloc_zeroed::<u32>((m * u64::from(words)) as usize)?;
+        let mut second = self
+            .gpu
+            .alloc_zeroed::<u32>((params.backup_hints() * u64::from(words)) as usize)?;
+        let kernel = self.kernel("pir_plinko_scatter")?;
+        let tables = prp::Cuda::on(Arc::clone(self.gpu));
+        let main = params.main_hints();
+        let w = params.block_size();
+        stream(blocks, &mut |a, rows, shape| {
+            let iprf = self.key.block_iprf(&params, a)?;
+            let inverse = tables.inverse_table_device(iprf.prp())?;
+            let boundaries = self.gpu.upload(&tables.bin_boundaries(iprf.pmns())?)?;
+            let launch = self
+                .gpu
+                .launch(&kernel, Grid::cover(m, THREADS))
+                .value(&self.select_key)
+                .value(&m)
+                .value(&main)
+                .buffer(&inverse)
+                .buffer(&boundaries)
+                .value(&w)
+                .buffer(&summaries)
+                .value(&a)
+                .buffer(rows)
+                .value(&shape)
+                .buffer_mut(&mut parity)
+                .buffer_mut(&mut second);
+            // SAFETY: pir_plinko_scatter(ChaChaKey, u64 m, u64 main, const u32*, const u64*,
+            // u64 w, const HintSummary*, u64 a, const u8*, RowShape, u32*, u32*): `inverse`
+            // holds m hints below m, `boundaries` w + 1 values, `summaries` m entries, the
+            // parities m and q hints of `words` words; rows are read within shape.
+            unsafe { launch.run() }?;
+            Ok(())
+        })?;
+        Ok(Part {
+            valid: summaries.to_host()?.iter().map(|s| s.valid == 1).collect(),
+            parity: words_to_bytes(&parity.to_host()?, words, params.entry_size()),
+            second: words_to_bytes(&second.to_host()?, words, params.entry_size()),
+            hints: 0..m,
+            xor: true,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_cover_the_range() {
+        assert_eq!(split(0..10, 3), vec![0..3, 3..6, 6..10]);
+        assert_eq!(split(5..7, 4), vec![5..6, 6..7]);
+    }
+
+    #[test]
+    fn words_back_to_bytes() {
+        let words = [0x0403_0201, 0x0000_0605, 0x0c0b_0a09, 0x0000_0e0d];
+        assert_eq!(
+            words_to_bytes(&words, 2, 6),
+            [1, 2, 3, 4, 5, 6, 9, 10, 11, 12, 13, 14]
+        );
     }
 }

@@ -91,6 +91,7 @@ pub struct MappedDatabase {
 impl MappedDatabase {
     /// Maps the file at `path`. Errors if it cannot be read or is not a whole number of
     /// `entry_size`-byte entries.
+    #[allow(unsafe_code)]
     pub fn open(path: &Path, entry_size: usize) -> Result<Self, Error> {
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
         // SAFETY: the map is read-only; as for any mapped file, another process truncating or

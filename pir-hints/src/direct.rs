@@ -4,7 +4,7 @@
 
 use std::ops::Range;
 
-use prp::{Iprf, Key};
+use prp::Key;
 use rayon::prelude::*;
 
 use crate::cpu::xor_entry;
@@ -99,11 +99,7 @@ pub fn direct_hints(
     let one_block = |a: u64| -> Result<Vec<HintValue>, Error> {
         let mut values = empty();
         let iprf = match params.scheme() {
-            Scheme::Plinko => Some(Iprf::new(
-                key.block_key(a),
-                params.total_hints(),
-                params.block_size(),
-            )?),
+            Scheme::Plinko => Some(key.block_iprf(params, a)?),
             Scheme::Rms24 => None,
         };
         for (value, subset) in values.iter_mut().zip(&subsets) {

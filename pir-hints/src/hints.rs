@@ -145,7 +145,7 @@ impl Hints {
     fn check_same_set(&self, other: &Hints) -> Result<(), Error> {
         if self.params != other.params {
             return Err(Error::Hints(format!(
-                "the shards have different parameters: {:?} and {:?}",
+                "the shards have different parameters: ({}) and ({})",
                 self.params, other.params
             )));
         }
@@ -221,29 +221,17 @@ impl Hints {
         Ok(())
     }
 
+    /// Reads only the header of a hint file (checking it and the file's length): enough to
+    /// check and order shards without reading their parities.
+    pub fn read_header(path: &Path) -> Result<HintsHeader, Error> {
+        Ok(open_checked(path)?.1)
+    }
+
     /// Reads a hint file written by [`Hints::write`], checking its header and length.
     pub fn read(path: &Path) -> Result<Hints, Error> {
         let io = |e| Error::io(path, e);
-        let file = File::open(path).map_err(io)?;
-        let len = file.metadata().map_err(io)?.len();
-        let mut input = BufReader::with_capacity(1 << 22, file);
-        let mut header = [0u8; HEADER_BYTES];
-        input.read_exact(&mut header).map_err(|e| {
-            Error::Hints(format!(
-                "{}: too short for a hint file header ({e})",
-                path.display()
-            ))
-        })?;
-        let (params, fingerprint, blocks, body) = parse_header(&header)
-            .map_err(|why| Error::Hints(format!("{}: {why}", path.display())))?;
-        if len != (HEADER_BYTES as u64).saturating_add(body) {
-            return Err(Error::Hints(format!(
-                "{}: {len} bytes, but its header describes {} (truncated or damaged)",
-                path.display(),
-                HEADER_BYTES as u64 + body
-            )));
-        }
-        let mut hints = Hints::zeroed(params, fingerprint, blocks);
+        let (mut input, header) = open_checked(path)?;
+        let mut hints = Hints::zeroed(header.params, header.fingerprint, header.blocks);
         let mut bitmap = vec![0u8; hints.valid.len().div_ceil(8)];
         input.read_exact(&mut bitmap).map_err(io)?;
         hints.valid = unpack_bits(&bitmap, hints.valid.len());
@@ -280,6 +268,42 @@ impl Hints {
     }
 }
 
+/// What a hint file's header says ([`Hints::read_header`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HintsHeader {
+    /// The parameters.
+    pub params: Params,
+    /// The fingerprint of the key.
+    pub fingerprint: [u8; 32],
+    /// The blocks the parities cover.
+    pub blocks: Range<u64>,
+}
+
+/// Opens a hint file, checks its header and length, and leaves the reader after the header.
+fn open_checked(path: &Path) -> Result<(BufReader<File>, HintsHeader), Error> {
+    let io = |e| Error::io(path, e);
+    let file = File::open(path).map_err(io)?;
+    let len = file.metadata().map_err(io)?.len();
+    let mut input = BufReader::with_capacity(1 << 22, file);
+    let mut header = [0u8; HEADER_BYTES];
+    input.read_exact(&mut header).map_err(|e| {
+        Error::Hints(format!(
+            "{}: too short for a hint file header ({e})",
+            path.display()
+        ))
+    })?;
+    let (header, body) =
+        parse_header(&header).map_err(|why| Error::Hints(format!("{}: {why}", path.display())))?;
+    if len != (HEADER_BYTES as u64).saturating_add(body) {
+        return Err(Error::Hints(format!(
+            "{}: {len} bytes, but its header describes {} (truncated or damaged)",
+            path.display(),
+            HEADER_BYTES as u64 + body
+        )));
+    }
+    Ok((input, header))
+}
+
 /// Bytes after the header for `params`.
 fn body_bytes(params: &Params) -> u64 {
     let total = params.total_hints();
@@ -288,9 +312,7 @@ fn body_bytes(params: &Params) -> u64 {
 }
 
 /// Parameters, fingerprint, block range and body length from a header, checked.
-fn parse_header(
-    header: &[u8; HEADER_BYTES],
-) -> Result<(Params, [u8; 32], Range<u64>, u64), String> {
+fn parse_header(header: &[u8; HEADER_BYTES]) -> Result<(HintsHeader, u64), String> {
     if header[..8] != MAGIC {
         return Err("not a hint file (wrong magic bytes)".into());
     }
@@ -340,7 +362,14 @@ fn parse_header(
             body_bytes(&params)
         ));
     }
-    Ok((params, fingerprint, blocks, body))
+    Ok((
+        HintsHeader {
+            params,
+            fingerprint,
+            blocks,
+        },
+        body,
+    ))
 }
 
 /// `dst ^= src`, bytewise, on all cores.
@@ -404,6 +433,8 @@ mod tests {
         let hints = sample(0..10, 1);
         hints.write(&path).unwrap();
         assert_eq!(Hints::read(&path).unwrap(), hints);
+        let header = Hints::read_header(&path).unwrap();
+        assert_eq!((header.params, header.blocks), (hints.params, 0..10));
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 
         let mut bytes = std::fs::read(&path).unwrap();

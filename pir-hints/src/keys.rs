@@ -2,11 +2,11 @@
 
 use std::path::Path;
 
-use prp::{Key, derive};
+use prp::{Iprf, Key, R8, derive};
 use zeroize::Zeroizing;
 
 use crate::error::Error;
-use crate::params::Scheme;
+use crate::params::{Params, Scheme};
 
 /// Bytes in a key file: the raw 32-byte master key, nothing else.
 pub const KEY_FILE_BYTES: usize = 32;
@@ -57,6 +57,18 @@ impl MasterKey {
     /// Plinko's key of block `a`: `derive(master, "plinko/block", a)`.
     pub fn block_key(&self, block: u64) -> Key {
         derive(&self.master, "plinko/block", block)
+    }
+
+    /// Plinko's iPRF of block `a`: keyed by [`Self::block_key`], from the `M + q` hints to the
+    /// `w` offsets of a block, its PRP at the parameters' `lambda`.
+    pub fn block_iprf(&self, params: &Params, block: u64) -> Result<Iprf, Error> {
+        Ok(Iprf::with_variant(
+            R8,
+            self.block_key(block),
+            params.total_hints(),
+            params.block_size(),
+            params.lambda(),
+        )?)
     }
 
     /// A public, one-way fingerprint of the key: the bytes of

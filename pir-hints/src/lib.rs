@@ -51,7 +51,7 @@
 //! # Ok(()) }
 //! ```
 
-#![cfg_attr(not(feature = "cuda"), forbid(unsafe_code))]
+#![deny(unsafe_code)]
 
 mod cpu;
 #[cfg(feature = "cuda")]
@@ -75,7 +75,7 @@ pub use database::{
 };
 pub use direct::{HintValue, direct_hints};
 pub use error::Error;
-pub use hints::{FORMAT_VERSION, HEADER_BYTES, Hints, MAGIC};
+pub use hints::{FORMAT_VERSION, HEADER_BYTES, Hints, HintsHeader, MAGIC};
 pub use keys::{KEY_FILE_BYTES, MasterKey};
 pub use params::{DEFAULT_LAMBDA, MAX_ENTRY_SIZE, Params, Scheme};
 pub use subset::{Subset, rms24_offset, select_value};
@@ -112,7 +112,7 @@ impl<'a> Job<'a> {
     }
 
     /// The key.
-    pub fn key(&self) -> &MasterKey {
+    pub fn key(&self) -> &'a MasterKey {
         self.key
     }
 

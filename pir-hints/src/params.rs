@@ -82,7 +82,7 @@ impl std::str::FromStr for Scheme {
 /// assert_eq!(plinko.blocks(), 978); // ceil(n / w) = 977, rounded up to even
 /// # Ok(()) }
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug)]
 pub struct Params {
     scheme: Scheme,
     entries: u64,
@@ -91,6 +91,54 @@ pub struct Params {
     main_hints: u64,
     backup_hints: u64,
     lambda: u32,
+    /// Whether the hint counts are the defaults, which follow `w` and `lambda`.
+    default_hints: bool,
+}
+
+impl Params {
+    /// Every field that shapes a hint set (not how the counts were chosen).
+    fn key(&self) -> (Scheme, u64, usize, u64, u64, u64, u32) {
+        (
+            self.scheme,
+            self.entries,
+            self.entry_size,
+            self.block_size,
+            self.main_hints,
+            self.backup_hints,
+            self.lambda,
+        )
+    }
+}
+
+impl PartialEq for Params {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for Params {}
+
+impl std::hash::Hash for Params {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key().hash(state);
+    }
+}
+
+impl fmt::Display for Params {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: n = {} entries of E = {} bytes, w = {}, c = {} blocks, M = {}, q = {}, lambda = {}",
+            self.scheme,
+            self.entries,
+            self.entry_size,
+            self.block_size,
+            self.blocks(),
+            self.main_hints,
+            self.backup_hints,
+            self.lambda
+        )
+    }
 }
 
 /// The largest entry size: entries are XORed in registers on the GPU.
@@ -100,7 +148,9 @@ impl Params {
     /// Parameters for `entries` entries of `entry_size` bytes with the defaults:
     /// - block size `ceil(sqrt(n))` for RMS24, and for Plinko the power of two nearest
     ///   `sqrt(n)` (so that `c` stays near `w`);
-    /// - `lambda = 128`, `lambda * w` main or regular hints and as many backup hints.
+    /// - `lambda = 128`, `lambda * w` main or regular hints and as many backup hints; these
+    ///   default counts follow later changes of `w` and `lambda` until
+    ///   [`with_hints`](Self::with_hints) sets them.
     pub fn new(scheme: Scheme, entries: u64, entry_size: usize) -> Result<Self, Error> {
         if entries == 0 {
             return Err(Error::Parameter("the database has no entries".into()));
@@ -110,20 +160,20 @@ impl Params {
             Scheme::Rms24 => root,
             Scheme::Plinko => nearest_power_of_two(root),
         };
-        let main = u64::from(DEFAULT_LAMBDA).saturating_mul(block_size);
         let params = Self {
             scheme,
             entries,
             entry_size,
             block_size,
-            main_hints: main,
-            backup_hints: main,
+            main_hints: 0,
+            backup_hints: 0,
             lambda: DEFAULT_LAMBDA,
+            default_hints: true,
         };
         params.check()
     }
 
-    /// The same parameters with another block size `w`; the hint counts are kept.
+    /// The same parameters with another block size `w` (default hint counts follow it).
     pub fn with_block_size(self, block_size: u64) -> Result<Self, Error> {
         Self { block_size, ..self }.check()
     }
@@ -133,13 +183,14 @@ impl Params {
         Self {
             main_hints: main,
             backup_hints: backup,
+            default_hints: false,
             ..self
         }
         .check()
     }
 
     /// The same parameters with security parameter `lambda` (Plinko's iPRF; RMS24 records it
-    /// only). The hint counts are kept.
+    /// only). Default hint counts follow it.
     pub fn with_lambda(self, lambda: u32) -> Result<Self, Error> {
         Self { lambda, ..self }.check()
     }
@@ -161,12 +212,18 @@ impl Params {
             main_hints: hints.0,
             backup_hints: hints.1,
             lambda,
+            default_hints: false,
         }
         .check()
     }
 
-    fn check(self) -> Result<Self, Error> {
+    fn check(mut self) -> Result<Self, Error> {
         let bad = |why: String| Err(Error::Parameter(why));
+        if self.default_hints {
+            let main = u64::from(self.lambda).saturating_mul(self.block_size);
+            self.main_hints = main;
+            self.backup_hints = main;
+        }
         if self.entries == 0 {
             return bad("the database has no entries".into());
         }
@@ -305,6 +362,14 @@ mod tests {
         let p = Params::new(Scheme::Plinko, 1 << 34, 48).unwrap();
         assert_eq!((p.block_size(), p.blocks()), (1 << 17, 1 << 17));
         assert_eq!(p.main_hints(), 1 << 24);
+        let p = p.with_block_size(1 << 10).unwrap().with_lambda(64).unwrap();
+        assert_eq!((p.main_hints(), p.backup_hints()), (1 << 16, 1 << 16));
+        let p = p
+            .with_hints(10, 5)
+            .unwrap()
+            .with_block_size(1 << 12)
+            .unwrap();
+        assert_eq!((p.main_hints(), p.backup_hints()), (10, 5));
         assert_eq!(nearest_power_of_two(1), 1);
         assert_eq!(nearest_power_of_two(5), 4);
         assert_eq!(nearest_power_of_two(6), 8);

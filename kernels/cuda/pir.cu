@@ -1,0 +1,308 @@
+// PIR hint generation (SPEC.md, "pir-hints"): hint subsets by exact median selection,
+// RMS24's gather and Plinko's scatter.
+//
+// Parities live on the device as EW = ceil(E / 4) little-endian words per hint (the last word
+// zero-padded); the host turns them back into E bytes. Entries are read from "rows": the
+// entries of consecutive blocks, E bytes each, starting at entry `row_first`.
+#include "chacha.cuh"
+
+#define TAG_SLCT 0x534C4354u
+#define TAG_OFFS 0x4F464653u
+#define TAG_EXTR 0x45585452u
+
+// What a hint's subset comes down to (pir-hints/src/cuda.rs: HintSummary).
+struct HintSummary {
+    u64 extra;   // the extra block e (main hints only)
+    u32 cutoff;  // the value at index c/2 of the sorted select values
+    u32 valid;   // 1 unless index c/2 - 1 holds the cutoff too
+};
+
+// The shape of the database rows a kernel reads: entries row_first .. row_first + row_count,
+// E bytes each, EW words per parity (pir-hints/src/cuda.rs: RowShape).
+struct RowShape {
+    u64 row_first;
+    u64 row_count;
+    u32 entry_size;
+    u32 words;
+};
+
+struct Rows {
+    const u8* bytes;
+    u64 row_first;
+    u64 row_count;
+    u32 entry_size;
+    u32 words;
+};
+
+__device__ __forceinline__ Rows make_rows(const u8* bytes, const RowShape& shape) {
+    Rows rows;
+    rows.bytes = bytes;
+    rows.row_first = shape.row_first;
+    rows.row_count = shape.row_count;
+    rows.entry_size = shape.entry_size;
+    rows.words = shape.words;
+    return rows;
+}
+
+// x mod d for a divisor d >= 1 with its reciprocal r = floor((2^64 - 1) / d): the quotient
+// estimate is at most 2 below the true one.
+__device__ __forceinline__ u64 mod_by(u64 x, u64 d, u64 r) {
+    u64 q = __umul64hi(x, r);
+    u64 rem = x - q * d;
+    if (rem >= d) rem -= d;
+    if (rem >= d) rem -= d;
+    return rem;
+}
+
+// Word i (bytes 4i .. 4i + 4, zero past E) of entry `index`, or 0 if the rows do not hold it.
+__device__ __forceinline__ u32 entry_word(const Rows& rows, u64 index, u32 i) {
+    if (index < rows.row_first || index - rows.row_first >= rows.row_count) return 0;
+    u64 start = (index - rows.row_first) * rows.entry_size + 4ull * i;
+    if ((rows.entry_size & 3) == 0) return __ldg((const u32*)(rows.bytes + start));
+    u32 word = 0;
+    for (u32 b = 0; b < 4 && 4 * i + b < rows.entry_size; ++b)
+        word |= (u32)__ldg(rows.bytes + start + b) << (8 * b);
+    return word;
+}
+
+__device__ __forceinline__ void select_block(const ChaChaKey& ks, u64 hint, u64 k, u32 out[16]) {
+    chacha_block<8>(ks, (u32)k, (u32)hint, (u32)(hint >> 32), TAG_SLCT, out);
+}
+
+#define SUBSET_THREADS 256
+
+// Inclusive sum over the block's threads of `value` (SUBSET_THREADS threads); `warp_sums`
+// holds SUBSET_THREADS / 32 entries of shared memory.
+__device__ u32 block_inclusive_sum(u32 value, u32* warp_sums) {
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (u32 d = 1; d < 32; d <<= 1) {
+        u32 other = __shfl_up_sync(0xffffffffu, value, d);
+        if (lane >= d) value += other;
+    }
+    if (lane == 31) warp_sums[warp] = value;
+    __syncthreads();
+    if (warp == 0) {
+        u32 total = lane < SUBSET_THREADS / 32 ? warp_sums[lane] : 0;
+        for (u32 d = 1; d < 32; d <<= 1) {
+            u32 other = __shfl_up_sync(0xffffffffu, total, d);
+            if (lane >= d) total += other;
+        }
+        if (lane < SUBSET_THREADS / 32) warp_sums[lane] = total;
+    }
+    __syncthreads();
+    u32 result = value + (warp > 0 ? warp_sums[warp - 1] : 0);
+    __syncthreads();
+    return result;
+}
+
+// One block of SUBSET_THREADS threads per hint first + blockIdx.x (< first + count): the
+// cutoff by a 4-pass radix select over the c select values (regenerated each pass), validity,
+// and for main hints the extra block.
+extern "C" __global__ void __launch_bounds__(SUBSET_THREADS)
+pir_subsets(ChaChaKey ks, u64 first, u64 count, u64 blocks, u64 main_hints, HintSummary* out) {
+    __shared__ u32 histogram[256];
+    __shared__ u32 warp_sums[SUBSET_THREADS / 32];
+    __shared__ u32 chosen_digit, chosen_rank;
+    __shared__ u64 extra_block;
+    const u64 index = blockIdx.x;
+    if (index >= count) return;
+    const u64 hint = first + index;
+    const u64 groups = (blocks + 15) / 16;
+
+    u32 prefix = 0, mask = 0, rank = (u32)(blocks / 2);
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        histogram[threadIdx.x] = 0;
+        __syncthreads();
+        for (u64 k = threadIdx.x; k < groups; k += SUBSET_THREADS) {
+            u32 v[16];
+            select_block(ks, hint, k, v);
+            const u64 valid_words = min((u64)16, blocks - 16 * k);
+#pragma unroll
+            for (int i = 0; i < 16; ++i)
+                if (i < valid_words && (v[i] & mask) == prefix)
+                    atomicAdd(&histogram[(v[i] >> shift) & 255], 1u);
+        }
+        __syncthreads();
+        // Warp 0 finds the digit whose bucket holds rank `rank`: 8 buckets per lane.
+        if (threadIdx.x < 32) {
+            const u32 lane = threadIdx.x;
+            u32 local = 0;
+            for (u32 d = 0; d < 8; ++d) local += histogram[8 * lane + d];
+            u32 inclusive = local;
+            for (u32 d = 1; d < 32; d <<= 1) {
+                u32 other = __shfl_up_sync(0xffffffffu, inclusive, d);
+                if (lane >= d) inclusive += other;
+            }
+            u32 before = inclusive - local;
+            if (before <= rank && rank < inclusive) {
+                u32 r = rank - before, d = 8 * lane;
+                while (r >= histogram[d]) r -= histogram[d++];
+                chosen_digit = d;
+                chosen_rank = r;
+            }
+        }
+        __syncthreads();
+        prefix |= chosen_digit << shift;
+        mask |= 255u << shift;
+        rank = chosen_rank;
+        __syncthreads();
+    }
+    const u32 cutoff = prefix;
+    const bool valid = rank == 0;
+
+    u64 extra = 0;
+    if (valid && hint < main_hints) {
+        // Thread t counts the unselected blocks in its share of groups; the thread whose share
+        // holds the u-th one finds it.
+        const u64 share = (groups + SUBSET_THREADS - 1) / SUBSET_THREADS;
+        const u64 k0 = threadIdx.x * share, k1 = min(groups, k0 + share);
+        u32 mine = 0;
+        for (u64 k = k0; k < k1; ++k) {
+            u32 v[16];
+            select_block(ks, hint, k, v);
+            const u64 valid_words = min((u64)16, blocks - 16 * k);
+#pragma unroll
+            for (int i = 0; i < 16; ++i) mine += (i < valid_words && v[i] >= cutoff);
+        }
+        u32 w[16];
+        chacha_block<8>(ks, 0, (u32)hint, (u32)(hint >> 32), TAG_EXTR, w);
+        const u64 u = (((u64)w[1] << 32) | w[0]) % (blocks / 2);
+        const u32 inclusive = block_inclusive_sum(mine, warp_sums);
+        const u32 before = inclusive - mine;
+        if (before <= u && u < inclusive) {
+            u32 r = (u32)(u - before);
+            for (u64 k = k0; k < k1; ++k) {
+                u32 v[16];
+                select_block(ks, hint, k, v);
+                const u64 valid_words = min((u64)16, blocks - 16 * k);
+                for (int i = 0; i < valid_words; ++i) {
+                    if (v[i] >= cutoff) {
+                        if (r == 0) {
+                            extra_block = 16 * k + i;
+                            k = k1;
+                            break;
+                        }
+                        --r;
+                    }
+                }
+            }
+        }
+        __syncthreads();
+        extra = extra_block;
+    }
+    if (threadIdx.x == 0) {
+        HintSummary s;
+        s.extra = extra;
+        s.cutoff = cutoff;
+        s.valid = valid ? 1u : 0u;
+        out[index] = s;
+    }
+}
+
+// RMS24, one thread per hint first + t (t < count): XORs the entries of the hint's blocks in
+// block_lo .. block_hi into its parities (words `column .. column + CW` of each). `summaries`
+// and `parity` are indexed by hint - base, `second` (backup hints) by hint - second_base.
+template <int CW>
+__device__ void rms24_gather(ChaChaKey ks, u64 first, u64 count, u64 main_hints, u64 base,
+                             u64 second_base, const HintSummary* summaries, Rows rows,
+                             u64 block_lo, u64 block_hi, u64 block_size,
+                             u64 block_size_reciprocal, u32 column, u32* parity, u32* second) {
+    const u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= count) return;
+    const u64 hint = first + t;
+    const HintSummary s = summaries[hint - base];
+    if (!s.valid) return;
+    const bool is_main = hint < main_hints;
+    const u32 words = min((u32)CW, rows.words - column);
+    u32 acc[CW], acc2[CW];
+#pragma unroll
+    for (int i = 0; i < CW; ++i) acc[i] = acc2[i] = 0;
+
+    for (u64 k = block_lo / 16; 16 * k < block_hi; ++k) {
+        u32 v[16];
+        select_block(ks, hint, k, v);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            u32 o[16];
+            chacha_block<8>(ks, (u32)(2 * k + h), (u32)hint, (u32)(hint >> 32), TAG_OFFS, o);
+#pragma unroll
+            for (int i = 0; i < 8; ++i) {
+                const u64 a = 16 * k + 8 * h + i;
+                if (a < block_lo || a >= block_hi) continue;
+                const bool selected = v[8 * h + i] < s.cutoff;
+                const bool into_first = selected || (is_main && a == s.extra);
+                if (!into_first && is_main) continue;
+                const u64 offset =
+                    mod_by(((u64)o[2 * i + 1] << 32) | o[2 * i], block_size, block_size_reciprocal);
+                const u64 entry = a * block_size + offset;
+#pragma unroll
+                for (int w = 0; w < CW; ++w) {
+                    if (w < words) {
+                        const u32 x = entry_word(rows, entry, column + w);
+                        if (into_first) acc[w] ^= x; else acc2[w] ^= x;
+                    }
+                }
+            }
+        }
+    }
+    u32* p = parity + (hint - base) * rows.words + column;
+#pragma unroll
+    for (int w = 0; w < CW; ++w)
+        if (w < words) p[w] ^= acc[w];
+    if (!is_main) {
+        u32* q = second + (hint - second_base) * rows.words + column;
+#pragma unroll
+        for (int w = 0; w < CW; ++w)
+            if (w < words) q[w] ^= acc2[w];
+    }
+}
+
+#define RMS24_GATHER(CW)                                                                        \
+    extern "C" __global__ void pir_rms24_gather_##CW(                                           \
+        ChaChaKey ks, u64 first, u64 count, u64 main_hints, u64 base, u64 second_base,         \
+        const HintSummary* summaries, const u8* row_bytes, RowShape shape, u64 block_lo,       \
+        u64 block_hi, u64 block_size, u64 block_size_reciprocal, u32 column, u32* parity,      \
+        u32* second) {                                                                          \
+        rms24_gather<CW>(ks, first, count, main_hints, base, second_base, summaries,           \
+                         make_rows(row_bytes, shape), block_lo, block_hi, block_size,          \
+                         block_size_reciprocal, column, parity, second);                        \
+    }
+RMS24_GATHER(4)
+RMS24_GATHER(16)
+RMS24_GATHER(32)
+
+// Plinko, block `block`, one thread per PRP image z < m: hint j = P^-1(z) of the block's iPRF
+// takes entry (block, b), b the bin whose range [boundaries[b], boundaries[b + 1]) holds z.
+// Each hint is touched by exactly one thread, so the parities need no atomics.
+extern "C" __global__ void pir_plinko_scatter(ChaChaKey ks, u64 hints, u64 main_hints,
+                                              const u32* inverse, const u64* boundaries, u64 bins,
+                                              const HintSummary* summaries, u64 block,
+                                              const u8* row_bytes, RowShape shape, u32* parity,
+                                              u32* second) {
+    const Rows rows = make_rows(row_bytes, shape);
+    const u64 z = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (z >= hints) return;
+    const u64 hint = inverse[z];
+    const HintSummary s = summaries[hint];
+    if (!s.valid) return;
+    u64 lo = 0, hi = bins;  // boundaries[lo] <= z < boundaries[hi]
+    while (hi - lo > 1) {
+        const u64 mid = (lo + hi) / 2;
+        if (__ldg(boundaries + mid) <= z) lo = mid; else hi = mid;
+    }
+    const u64 entry = block * bins + lo;
+    if (entry - rows.row_first >= rows.row_count) return;  // past n: reads as zero
+    u32 v[16];
+    select_block(ks, hint, block / 16, v);
+    const bool selected = v[block % 16] < s.cutoff;
+    u32* target;
+    if (hint >= main_hints) {
+        target = selected ? parity + hint * rows.words
+                          : second + (hint - main_hints) * rows.words;
+    } else if (selected || block == s.extra) {
+        target = parity + hint * rows.words;
+    } else {
+        return;
+    }
+    for (u32 w = 0; w < rows.words; ++w) target[w] ^= entry_word(rows, entry, w);
+}

@@ -1,0 +1,125 @@
+//! The CUDA backend against the CPU reference on fresh random shapes and keys. Needs a CUDA
+//! GPU: run with `cargo test --release -- --include-ignored`; fails, never skips, without one.
+#![cfg(feature = "cuda")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use pir_hints::{
+    Cpu, Cuda, Database, HintGenerator, Hints, Job, MasterKey, Params, Scheme, direct_hints,
+    synthetic_database,
+};
+use proptest::prelude::*;
+
+fn gpu() -> Cuda {
+    Cuda::new().expect("these tests need a CUDA GPU")
+}
+
+/// Random shapes: n not a multiple of w, odd and wide entries (wider than one 128-byte
+/// column), few and many hints.
+fn shapes(scheme: Scheme) -> impl Strategy<Value = Params> {
+    // Plinko on the CPU builds an iPRF table per block: fewer blocks and hints.
+    let (block_size, entries, hints) = match scheme {
+        Scheme::Rms24 => ((1u64..200).boxed(), 1u64..6000, 400),
+        Scheme::Plinko => ((2u32..8).prop_map(|b| 1u64 << b).boxed(), 1u64..3000, 200),
+    };
+    (
+        entries,
+        prop_oneof![1usize..50, Just(128), 129usize..300],
+        block_size,
+        0u64..hints,
+        0u64..hints / 2,
+    )
+        .prop_filter_map("at least one hint", move |(n, e, w, main, backup)| {
+            Params::new(scheme, n, e)
+                .ok()?
+                .with_block_size(w)
+                .ok()?
+                .with_hints(main, backup)
+                .ok()
+        })
+}
+
+fn cpu_and_gpu(params: Params, master: [u8; 32], seed: u64) -> (Hints, Hints) {
+    let bytes = synthetic_database(seed, params.entries(), params.entry_size()).unwrap();
+    let db = Database::new(&bytes, params.entry_size()).unwrap();
+    let key = MasterKey::new(&master);
+    let job = Job::new(params, &key);
+    (
+        Cpu.generate(&job, &db).unwrap(),
+        gpu().generate(&job, &db).unwrap(),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    #[ignore = "requires a CUDA GPU"]
+    fn rms24_gpu_equals_cpu(params in shapes(Scheme::Rms24), master: [u8; 32], seed: u64) {
+        let (cpu, gpu) = cpu_and_gpu(params, master, seed);
+        prop_assert_eq!(cpu, gpu);
+    }
+
+    #[test]
+    #[ignore = "requires a CUDA GPU"]
+    fn plinko_gpu_equals_cpu(params in shapes(Scheme::Plinko), master: [u8; 32], seed: u64) {
+        let (cpu, gpu) = cpu_and_gpu(params, master, seed);
+        prop_assert_eq!(cpu, gpu);
+    }
+}
+
+/// Many blocks (c in the thousands: several ChaCha groups per subset thread) and shards over
+/// block ranges, on GPU-resident and host databases.
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn large_shapes_shards_and_resident_databases() {
+    let cuda = gpu();
+    for (scheme, w, main, backup) in [
+        (Scheme::Rms24, 37, 3000, 1000),
+        (Scheme::Plinko, 64, 2000, 700),
+    ] {
+        let n = 200_003;
+        let params = Params::new(scheme, n, 40)
+            .unwrap()
+            .with_block_size(w)
+            .unwrap()
+            .with_hints(main, backup)
+            .unwrap();
+        let bytes = synthetic_database(77, n, 40).unwrap();
+        let db = Database::new(&bytes, 40).unwrap();
+        let key = MasterKey::new(&[0x5a; 32]);
+        let job = Job::new(params, &key);
+        let whole = cuda.generate(&job, &db).unwrap();
+        let sample: Vec<u64> = (0..main + backup).step_by(97).collect();
+        let direct = direct_hints(&params, &key, &db, params.all_blocks(), &sample).unwrap();
+        for d in direct {
+            assert_eq!(whole.is_valid(d.hint), d.valid, "{scheme} hint {}", d.hint);
+            assert_eq!(
+                whole.parity(d.hint),
+                Some(&d.parity[..]),
+                "{scheme} hint {}",
+                d.hint
+            );
+            assert_eq!(whole.second_parity(d.hint), d.second.as_deref());
+        }
+        let c = params.blocks();
+        let shards: Vec<Hints> = [0..c / 3, c / 3..c]
+            .into_iter()
+            .map(|r| {
+                cuda.generate(&job.clone().with_blocks(r).unwrap(), &db)
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(Hints::combine_all(shards).unwrap(), whole, "{scheme}");
+        let resident = cuda.synthetic_database(77, &params, 0..c).unwrap();
+        let from_device = cuda.generate_resident(&job, &resident, &|_| {}).unwrap();
+        assert_eq!(from_device, whole, "{scheme}");
+        let part = cuda.upload_database(&params, &db, 5..c).unwrap();
+        let job_part = job.clone().with_blocks(6..40).unwrap();
+        assert_eq!(
+            cuda.generate_resident(&job_part, &part, &|_| {}).unwrap(),
+            Cpu.generate(&job_part, &db).unwrap(),
+            "{scheme}"
+        );
+        assert!(cuda.generate_resident(&job, &part, &|_| {}).is_err());
+    }
+}
