@@ -233,20 +233,21 @@ impl Cuda {
         })
     }
 
-    /// The hints of `job` from a database already on a GPU, on that GPU alone. The job's
-    /// blocks must lie within the database's.
+    /// The hints of `job` from a database already on a GPU, on that GPU alone. The database
+    /// must have the job's `n`, `E` and `w` (its hint counts may differ), and the job's blocks
+    /// must lie within the database's.
     pub fn generate_resident(
         &self,
         job: &Job<'_>,
         db: &DeviceDatabase,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<Hints, Error> {
-        if db.params != *job.params()
-            || job.blocks().start < db.blocks.start
-            || job.blocks().end > db.blocks.end
-        {
+        let (a, b) = (&db.params, job.params());
+        let same_shape = (a.entries(), a.entry_size(), a.block_size())
+            == (b.entries(), b.entry_size(), b.block_size());
+        if !same_shape || job.blocks().start < db.blocks.start || job.blocks().end > db.blocks.end {
             return Err(Error::Parameter(format!(
-                "the job (blocks {:?}) does not match the device database (blocks {:?})",
+                "the job ({b}, blocks {:?}) does not match the device database ({a}, blocks {:?})",
                 job.blocks(),
                 db.blocks
             )));

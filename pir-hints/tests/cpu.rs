@@ -79,24 +79,54 @@ fn spec_hint(
     (true, parity, second)
 }
 
-fn check_against_spec(params: Params, master: [u8; 32], seed: u64) {
+/// Generates every hint with the CPU backend and checks `check` of them (all if `None`)
+/// against the spec and against `direct_hints`. Returns the hints.
+fn check_against_spec(params: Params, master: [u8; 32], seed: u64, check: Option<&[u64]>) -> Hints {
     let bytes = synthetic_database(seed, params.entries(), params.entry_size()).unwrap();
     let db = Database::new(&bytes, params.entry_size()).unwrap();
     let key = MasterKey::new(&master);
     let hints = Cpu.generate(&Job::new(params, &key), &db).unwrap();
     let all: Vec<u64> = (0..params.total_hints()).collect();
-    let direct = direct_hints(&params, &key, &db, params.all_blocks(), &all).unwrap();
-    for j in all {
+    let check = check.unwrap_or(&all);
+    let direct = direct_hints(&params, &key, &db, params.all_blocks(), check).unwrap();
+    for (&j, d) in check.iter().zip(&direct) {
         let (valid, parity, second) = spec_hint(&params, &master, &bytes, j);
         assert_eq!(hints.is_valid(j), valid, "hint {j}");
         assert_eq!(hints.parity(j), Some(&parity[..]), "hint {j}");
         assert_eq!(hints.second_parity(j), second.as_deref(), "hint {j}");
-        let d = &direct[j as usize];
         assert_eq!(
             (d.valid, &d.parity, &d.second),
             (valid, &parity, &second),
             "hint {j}"
         );
+    }
+    hints
+}
+
+/// Master keys found by search (bytes 0..8 the seed, the rest zero) under which, with c = 2
+/// blocks, one hint draws two equal select values: a tie at the cutoff.
+const TIES: [(Scheme, u64, u64); 2] = [
+    (Scheme::Rms24, 549_757_380_321, 1108),
+    (Scheme::Plinko, 549_756_066_914, 1341),
+];
+
+#[test]
+fn ties_make_hints_invalid() {
+    for (scheme, seed, tied) in TIES {
+        let mut master = [0u8; 32];
+        master[..8].copy_from_slice(&seed.to_le_bytes());
+        let params = Params::new(scheme, 10, 4)
+            .unwrap()
+            .with_block_size(8)
+            .unwrap()
+            .with_hints(1500, 500)
+            .unwrap();
+        assert_eq!(params.blocks(), 2);
+        let check = [0, tied - 1, tied, tied + 1, 1999];
+        let hints = check_against_spec(params, master, 6, Some(&check));
+        assert!(!hints.is_valid(tied), "{scheme}");
+        assert_eq!(hints.parity(tied), Some(&[0u8; 4][..]));
+        assert_eq!(hints.valid_count(), params.total_hints() - 1, "{scheme}");
     }
 }
 
@@ -109,7 +139,7 @@ fn rms24_equals_the_spec() {
         .unwrap()
         .with_hints(40, 13)
         .unwrap();
-    check_against_spec(params, [1; 32], 1);
+    check_against_spec(params, [1; 32], 1, None);
     // ceil(n / w) = 9, rounded up to c = 10: the last block is all padding.
     let params = Params::new(Scheme::Rms24, 81, 4)
         .unwrap()
@@ -117,13 +147,13 @@ fn rms24_equals_the_spec() {
         .unwrap()
         .with_hints(9, 9)
         .unwrap();
-    check_against_spec(params, [2; 32], 2);
+    check_against_spec(params, [2; 32], 2, None);
     // The smallest shape: one entry, c = 2.
     let params = Params::new(Scheme::Rms24, 1, 3)
         .unwrap()
         .with_hints(3, 2)
         .unwrap();
-    check_against_spec(params, [3; 32], 3);
+    check_against_spec(params, [3; 32], 3, None);
 }
 
 #[test]
@@ -135,7 +165,7 @@ fn plinko_streaming_equals_the_spec() {
         .unwrap()
         .with_hints(24, 9)
         .unwrap();
-    check_against_spec(params, [4; 32], 4);
+    check_against_spec(params, [4; 32], 4, None);
     // Fewer hints than bins: most bins are empty.
     let params = Params::new(Scheme::Plinko, 100, 8)
         .unwrap()
@@ -143,7 +173,7 @@ fn plinko_streaming_equals_the_spec() {
         .unwrap()
         .with_hints(5, 3)
         .unwrap();
-    check_against_spec(params, [5; 32], 5);
+    check_against_spec(params, [5; 32], 5, None);
 }
 
 #[test]

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use benches::table::{self, Check, Row};
-use benches::{chacha, merkle as trees, prp as permutations};
+use benches::{chacha, merkle as trees, pir, prp as permutations};
 use clap::Parser;
 use serde::Serialize;
 
@@ -55,6 +55,7 @@ fn gpu_rows(
     reference: &chacha::Reference,
     permutations: (&permutations::Workload, &permutations::Reference),
     tree_reference: &trees::Reference,
+    hint_reference: &pir::Reference,
 ) -> Result<Vec<Row>, String> {
     if args.cpu_only {
         return Err("--cpu-only was given".to_owned());
@@ -79,6 +80,9 @@ fn gpu_rows(
     eprintln!("running the Merkle trees on the GPU ...");
     let merkle_gpu = merkle::Cuda::on(cuda.gpu().clone()).map_err(|e| e.to_string())?;
     rows.extend(trees::cuda_rows(&merkle_gpu, tree_reference).map_err(|e| e.to_string())?);
+    eprintln!("running the PIR hints on the GPU ...");
+    let hints_gpu = pir_hints::Cuda::on(vec![cuda.gpu().clone()]).map_err(|e| e.to_string())?;
+    rows.extend(pir::cuda_rows(&hints_gpu, hint_reference).map_err(|e| e.to_string())?);
     Ok(rows)
 }
 
@@ -90,6 +94,7 @@ fn gpu_rows(
     _: &chacha::Reference,
     _: (&permutations::Workload, &permutations::Reference),
     _: &trees::Reference,
+    _: &pir::Reference,
 ) -> Result<Vec<Row>, String> {
     Err("built without the `cuda` feature".to_owned())
 }
@@ -114,6 +119,9 @@ fn run(args: &Args) -> Result<bool, String> {
     eprintln!("running the Merkle trees on the CPU ...");
     let (tree_rows, tree_reference) = trees::cpu_rows().map_err(|e| e.to_string())?;
     rows.extend(tree_rows);
+    eprintln!("running the PIR hints on the CPU ...");
+    let (hint_rows, hint_reference) = pir::cpu_rows().map_err(|e| e.to_string())?;
+    rows.extend(hint_rows);
     eprintln!("running ChaCha8 on the GPU ...");
     match gpu_rows(
         args,
@@ -122,6 +130,7 @@ fn run(args: &Args) -> Result<bool, String> {
         &reference,
         (&work, &prp_reference),
         &tree_reference,
+        &hint_reference,
     ) {
         Ok(gpu) => rows.extend(gpu),
         Err(why) => machine.gpu_missing = Some(why),
