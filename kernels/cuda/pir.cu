@@ -199,77 +199,76 @@ pir_subsets(ChaChaKey ks, u64 first, u64 count, u64 blocks, u64 main_hints, Hint
     }
 }
 
-// RMS24, one thread per hint first + t (t < count): XORs the entries of the hint's blocks in
-// block_lo .. block_hi into its parities (words `column .. column + CW` of each). `summaries`
-// and `parity` are indexed by hint - base, `second` (backup hints) by hint - second_base.
-template <int CW>
-__device__ void rms24_gather(ChaChaKey ks, u64 first, u64 count, u64 main_hints, u64 base,
-                             u64 second_base, const HintSummary* summaries, Rows rows,
-                             u64 block_lo, u64 block_hi, u64 block_size,
-                             u64 block_size_reciprocal, u32 column, u32* parity, u32* second) {
-    const u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= count) return;
+// RMS24, one warp per hint first + t (t < count): XORs the entries of the hint's blocks in
+// block_lo .. block_hi into words `column .. column + Wc` of its parities, Wc = min(32, EW -
+// column). Lane l computes the select values and offsets of the 16 blocks of ChaCha group
+// k0 + l; then the warp fetches the chosen entries together: lanes are split into G = 32 / Wc
+// groups of Wc, group g loads word l mod Wc of the g-th pending entry, so one load instruction
+// reads G whole entries (contiguous bytes each) instead of one word of 32 scattered entries.
+// `summaries` and `parity` are indexed by hint - base, `second` (backups) by hint - second_base.
+extern "C" __global__ void pir_rms24_gather(ChaChaKey ks, u64 first, u64 count, u64 main_hints,
+                                            u64 base, u64 second_base,
+                                            const HintSummary* summaries, const u8* row_bytes,
+                                            RowShape shape, u64 block_lo, u64 block_hi,
+                                            u64 block_size, u64 block_size_reciprocal,
+                                            u32 column, u32* parity, u32* second) {
+    const Rows rows = make_rows(row_bytes, shape);
+    const u64 t = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const u32 lane = threadIdx.x & 31;
+    if (t >= count) return;  // whole warps
     const u64 hint = first + t;
     const HintSummary s = summaries[hint - base];
     if (!s.valid) return;
     const bool is_main = hint < main_hints;
-    const u32 words = min((u32)CW, rows.words - column);
-    u32 acc[CW], acc2[CW];
-#pragma unroll
-    for (int i = 0; i < CW; ++i) acc[i] = acc2[i] = 0;
+    const u32 width = min(32u, rows.words - column);
+    const u32 groups = 32 / width, group = lane / width, word = lane % width;
+    u32 acc = 0, acc2 = 0;
 
-    for (u64 k = block_lo / 16; 16 * k < block_hi; ++k) {
-        u32 v[16];
+    for (u64 k0 = block_lo / 16; 16 * k0 < block_hi; k0 += 32) {
+        const u64 k = k0 + lane;
+        u32 v[16], o[16], o2[16];
         select_block(ks, hint, k, v);
+        chacha_block<8>(ks, (u32)(2 * k), (u32)hint, (u32)(hint >> 32), TAG_OFFS, o);
+        chacha_block<8>(ks, (u32)(2 * k + 1), (u32)hint, (u32)(hint >> 32), TAG_OFFS, o2);
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            u32 o[16];
-            chacha_block<8>(ks, (u32)(2 * k + h), (u32)hint, (u32)(hint >> 32), TAG_OFFS, o);
-#pragma unroll
-            for (int i = 0; i < 8; ++i) {
-                const u64 a = 16 * k + 8 * h + i;
-                if (a < block_lo || a >= block_hi) continue;
-                const bool selected = v[8 * h + i] < s.cutoff;
-                const bool into_first = selected || (is_main && a == s.extra);
-                if (!into_first && is_main) continue;
-                const u64 offset =
-                    mod_by(((u64)o[2 * i + 1] << 32) | o[2 * i], block_size, block_size_reciprocal);
-                const u64 entry = a * block_size + offset;
-#pragma unroll
-                for (int w = 0; w < CW; ++w) {
-                    if (w < words) {
-                        const u32 x = entry_word(rows, entry, column + w);
-                        if (into_first) acc[w] ^= x; else acc2[w] ^= x;
-                    }
+        for (int i = 0; i < 16; ++i) {
+            const u64 a = 16 * k + i;
+            const bool selected = v[i] < s.cutoff;
+            // 1: into the parity, 2: into the second parity, 0: not taken.
+            u32 target = selected || (is_main && a == s.extra) ? 1 : (is_main ? 0 : 2);
+            if (a < block_lo || a >= block_hi) target = 0;
+            const u32 lo = i < 8 ? o[2 * i] : o2[2 * i - 16];
+            const u32 hi = i < 8 ? o[2 * i + 1] : o2[2 * i - 15];
+            const u64 entry =
+                a * block_size + mod_by(((u64)hi << 32) | lo, block_size, block_size_reciprocal);
+            u32 pending = __ballot_sync(0xffffffffu, target != 0);
+            while (pending) {
+                u32 rest = pending;  // this group's entry: the (group + 1)-th pending one
+                for (u32 g = 0; g < group && rest; ++g) rest &= rest - 1;
+                const u32 source = rest ? __ffs(rest) - 1 : 32;
+                const u32 from = source < 32 ? source : lane;
+                const u64 e = __shfl_sync(0xffffffffu, entry, from);
+                const u32 into = __shfl_sync(0xffffffffu, target, from);
+                if (group < groups && source < 32) {
+                    const u32 x = entry_word(rows, e, column + word);
+                    if (into == 1) acc ^= x; else acc2 ^= x;
                 }
+                for (u32 g = 0; g < groups && pending; ++g) pending &= pending - 1;
             }
         }
     }
-    u32* p = parity + (hint - base) * rows.words + column;
-#pragma unroll
-    for (int w = 0; w < CW; ++w)
-        if (w < words) p[w] ^= acc[w];
-    if (!is_main) {
-        u32* q = second + (hint - second_base) * rows.words + column;
-#pragma unroll
-        for (int w = 0; w < CW; ++w)
-            if (w < words) q[w] ^= acc2[w];
+    // Fold the groups' partial words into group 0.
+    for (u32 g = 1; g < groups; ++g) {
+        const u32 from = (word + g * width) & 31;
+        const u32 x = __shfl_sync(0xffffffffu, acc, from);
+        const u32 y = __shfl_sync(0xffffffffu, acc2, from);
+        if (group == 0) { acc ^= x; acc2 ^= y; }
+    }
+    if (group == 0) {
+        parity[(hint - base) * rows.words + column + word] ^= acc;
+        if (!is_main) second[(hint - second_base) * rows.words + column + word] ^= acc2;
     }
 }
-
-#define RMS24_GATHER(CW)                                                                        \
-    extern "C" __global__ void pir_rms24_gather_##CW(                                           \
-        ChaChaKey ks, u64 first, u64 count, u64 main_hints, u64 base, u64 second_base,         \
-        const HintSummary* summaries, const u8* row_bytes, RowShape shape, u64 block_lo,       \
-        u64 block_hi, u64 block_size, u64 block_size_reciprocal, u32 column, u32* parity,      \
-        u32* second) {                                                                          \
-        rms24_gather<CW>(ks, first, count, main_hints, base, second_base, summaries,           \
-                         make_rows(row_bytes, shape), block_lo, block_hi, block_size,          \
-                         block_size_reciprocal, column, parity, second);                        \
-    }
-RMS24_GATHER(4)
-RMS24_GATHER(16)
-RMS24_GATHER(32)
 
 // Plinko, block `block`, one thread per PRP image z < m: hint j = P^-1(z) of the block's iPRF
 // takes entry (block, b), b the bin whose range [boundaries[b], boundaries[b + 1]) holds z.

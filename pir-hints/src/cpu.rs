@@ -190,8 +190,15 @@ pub(crate) fn plinko_offsets(
     Ok(offsets)
 }
 
+/// Bytes of offset tables Plinko builds at once (one block per thread, up to this much).
+const PLINKO_TABLE_BYTES: u64 = 1 << 30;
+
 /// Plinko: the subsets of every hint, then block by block, each entry of the block XORed into
 /// the hints whose iPRF points at it (through the forward table built from `F^-1`).
+///
+/// The tables of several blocks are built at once, one block per thread: a single table over
+/// a small domain is too little work to split over threads (measured on 16 threads, 8 blocks
+/// of 2048 hints took 3x longer table by table than on one thread).
 fn plinko(
     job: &Job<'_>,
     db: &Database<'_>,
@@ -201,26 +208,36 @@ fn plinko(
     let select_key = job.key().select_key(Scheme::Plinko);
     let summaries = summaries(&params, &select_key);
     let mut hints = job.empty_hints();
-    for a in job.blocks() {
-        let offsets = plinko_offsets(&params, job.key(), a)?;
-        for_each_hint(&mut hints, usize::MAX, &|_| {}, |slot| {
-            let summary = summaries[slot.hint as usize];
-            if !summary.valid {
-                return false;
-            }
-            let offset = u64::from(offsets[slot.hint as usize]);
-            let selected = select_value(&select_key, slot.hint, a) < summary.cutoff;
-            match slot.second {
-                None if selected || a == summary.extra => {
-                    xor_entry(slot.parity, db, params.block_size(), a, offset);
+    let table_bytes = params.total_hints() * 4;
+    let at_once = (PLINKO_TABLE_BYTES / table_bytes).clamp(1, rayon::current_num_threads() as u64);
+    let blocks: Vec<u64> = job.blocks().collect();
+    for batch in blocks.chunks(at_once as usize) {
+        let tables: Vec<Vec<u32>> = batch
+            .par_iter()
+            .map(|&a| plinko_offsets(&params, job.key(), a))
+            .collect::<Result<_, _>>()?;
+        for (&a, offsets) in batch.iter().zip(&tables) {
+            for_each_hint(&mut hints, usize::MAX, &|_| {}, |slot| {
+                let summary = summaries[slot.hint as usize];
+                if !summary.valid {
+                    return false;
                 }
-                Some(_) if selected => xor_entry(slot.parity, db, params.block_size(), a, offset),
-                Some(second) => xor_entry(second, db, params.block_size(), a, offset),
-                None => {}
-            }
-            true
-        });
-        progress(1);
+                let offset = u64::from(offsets[slot.hint as usize]);
+                let selected = select_value(&select_key, slot.hint, a) < summary.cutoff;
+                match slot.second {
+                    None if selected || a == summary.extra => {
+                        xor_entry(slot.parity, db, params.block_size(), a, offset);
+                    }
+                    Some(_) if selected => {
+                        xor_entry(slot.parity, db, params.block_size(), a, offset)
+                    }
+                    Some(second) => xor_entry(second, db, params.block_size(), a, offset),
+                    None => {}
+                }
+                true
+            });
+            progress(1);
+        }
     }
     Ok(hints)
 }

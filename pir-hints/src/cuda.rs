@@ -3,9 +3,11 @@
 //! - Subsets: one thread block per hint finds the exact median of its `c` select values by a
 //!   four-pass radix select (8 bits a pass, the values regenerated from ChaCha each pass, so
 //!   nothing is stored), then the extra block by a block-wide prefix count.
-//! - RMS24: one thread per hint walks the blocks, one ChaCha block for 16 select values and
-//!   two for 16 offsets, and XORs the chosen entries in registers. Entries wider than 128
-//!   bytes are done 128 bytes (a column) per pass.
+//! - RMS24: one warp per hint walks the blocks, each lane one ChaCha block for 16 select
+//!   values and two for 16 offsets; then the warp loads the chosen entries together, each
+//!   entry's words by neighbouring lanes (so a load instruction reads whole entries), and
+//!   XORs them in registers. Entries wider than 128 bytes are done 128 bytes (a column) per
+//!   pass.
 //! - Plinko: per database block, the iPRF's inverse permutation over all `m` hints and its bin
 //!   ranges are built on the GPU by the `prp` crate; then one thread per PRP image finds its
 //!   bin (the entry's offset), its hint, and XORs the entry into that hint. Every hint is hit
@@ -21,6 +23,7 @@ use std::sync::Arc;
 
 use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, ValidAsZeroBits, source};
 use prp::Evaluator;
+use rayon::prelude::*;
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use crate::database::{Database, synthetic_stream};
@@ -40,8 +43,9 @@ const HINTS_PER_LAUNCH: u64 = 1 << 18;
 const PLINKO_ROW_BYTES: u64 = 256 << 20;
 /// Device memory left free for everything else (the iPRF tables, the driver).
 const RESERVED_BYTES: u64 = 1 << 30;
-/// Parity words a gather pass handles per hint (128 bytes); wider entries take several.
-const MAX_COLUMN_WORDS: u32 = 32;
+/// Parity words a gather pass handles per hint (128 bytes, a word per lane of the hint's
+/// warp); wider entries take several passes.
+const COLUMN_WORDS: u32 = 32;
 /// The largest number of blocks the subset kernel handles (its ranks are 32-bit).
 const MAX_GPU_BLOCKS: u64 = 1 << 32;
 
@@ -98,13 +102,16 @@ fn parity_words(entry_size: usize) -> u32 {
 
 /// Parities held as `words` little-endian words per hint, back to `E` bytes per hint.
 fn words_to_bytes(words: &[u32], per_hint: u32, entry_size: usize) -> Vec<u8> {
-    words
-        .chunks(per_hint as usize)
-        .flat_map(|hint| {
-            let bytes: Vec<u8> = hint.iter().flat_map(|w| w.to_le_bytes()).collect();
-            bytes.into_iter().take(entry_size)
-        })
-        .collect()
+    let mut bytes = vec![0u8; words.len() / per_hint as usize * entry_size];
+    bytes
+        .par_chunks_mut(entry_size)
+        .zip(words.par_chunks(per_hint as usize))
+        .for_each(|(dst, src)| {
+            for (i, byte) in dst.iter_mut().enumerate() {
+                *byte = (src[i / 4] >> (8 * (i % 4))) as u8;
+            }
+        });
+    bytes
 }
 
 /// The CUDA backend on one or more GPUs of this host.
@@ -526,12 +533,7 @@ impl<'a> Worker<'a> {
         let mut second = self
             .gpu
             .alloc_zeroed::<u32>((backups * u64::from(words)) as usize)?;
-        let (column_words, name) = match words {
-            0..=4 => (4, "pir_rms24_gather_4"),
-            5..=16 => (16, "pir_rms24_gather_16"),
-            _ => (MAX_COLUMN_WORDS, "pir_rms24_gather_32"),
-        };
-        let kernel = self.kernel(name)?;
+        let kernel = self.kernel("pir_rms24_gather")?;
         let w = params.block_size();
         let reciprocal = u64::MAX / w;
         let main = params.main_hints();
@@ -540,10 +542,10 @@ impl<'a> Worker<'a> {
             let mut first = hints.start;
             while first < hints.end {
                 let n = (hints.end - first).min(HINTS_PER_LAUNCH);
-                for column in (0..words).step_by(column_words as usize) {
+                for column in (0..words).step_by(COLUMN_WORDS as usize) {
                     let launch = self
                         .gpu
-                        .launch(&kernel, Grid::cover(n, THREADS))
+                        .launch(&kernel, Grid::cover(n * 32, THREADS))
                         .value(&self.select_key)
                         .value(&first)
                         .value(&n)
@@ -560,7 +562,7 @@ impl<'a> Worker<'a> {
                         .value(&column)
                         .buffer_mut(&mut parity)
                         .buffer_mut(&mut second);
-                    // SAFETY: pir_rms24_gather_CW(ChaChaKey, u64 first, u64 count, u64 main,
+                    // SAFETY: pir_rms24_gather(ChaChaKey, u64 first, u64 count, u64 main,
                     // u64 base, u64 second_base, const HintSummary*, const u8*, RowShape, u64,
                     // u64, u64, u64, u32, u32*, u32*): hints first .. first + n lie in
                     // `hints`, whose summaries and parities (words per hint) these buffers
