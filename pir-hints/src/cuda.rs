@@ -130,6 +130,7 @@ fn words_to_bytes(words: &[u32], per_hint: u32, entry_size: usize) -> Vec<u8> {
 #[derive(Debug, Clone)]
 pub struct Cuda {
     gpus: Vec<Arc<Gpu>>,
+    upload_limit: Option<u64>,
 }
 
 /// A range of a database's blocks resident on one GPU, for repeated or benchmarked runs
@@ -179,7 +180,20 @@ impl Cuda {
         if gpus.is_empty() {
             return Err(Error::Parameter("no GPUs given".into()));
         }
-        Ok(Self { gpus })
+        Ok(Self {
+            gpus,
+            upload_limit: None,
+        })
+    }
+
+    /// The same backend holding at most `bytes` of database rows on each GPU at a time (at
+    /// least one block's rows). By default RMS24 uploads as much as free memory allows and
+    /// Plinko 256 MiB at a time; a limit leaves room for other work on a shared GPU.
+    pub fn with_upload_limit(self, bytes: u64) -> Self {
+        Self {
+            upload_limit: Some(bytes),
+            ..self
+        }
     }
 
     /// The GPUs in use.
@@ -332,7 +346,7 @@ impl HintGenerator for Cuda {
                                     gpu,
                                     &params,
                                     db,
-                                    job.blocks(),
+                                    (job.blocks(), self.upload_limit),
                                     &mut |rows, shape, blocks, last| {
                                         let report: &(dyn Fn(u64) + Sync) =
                                             if last { progress } else { &|_| {} };
@@ -346,7 +360,7 @@ impl HintGenerator for Cuda {
                                     gpu,
                                     &params,
                                     db,
-                                    blocks,
+                                    (blocks, self.upload_limit),
                                     &mut |rows, shape, range, _| {
                                         for a in range {
                                             scatter(a, rows, shape)?;
@@ -377,19 +391,21 @@ impl HintGenerator for Cuda {
 }
 
 /// Uploads the stored rows of `blocks` in ranges that fit the GPU's free memory (or
-/// [`PLINKO_ROW_BYTES`] for Plinko) and calls `f(rows, shape, range, is_last)` on each.
+/// [`PLINKO_ROW_BYTES`] for Plinko), and at most `limit` bytes, and calls
+/// `f(rows, shape, range, is_last)` on each.
 fn upload_in_ranges(
     gpu: &Arc<Gpu>,
     params: &Params,
     db: &Database<'_>,
-    blocks: Range<u64>,
+    (blocks, limit): (Range<u64>, Option<u64>),
     f: &mut RowsFn<'_>,
 ) -> Result<(), Error> {
     let row_bytes = params.block_size() * params.entry_size() as u64;
     let budget = match params.scheme() {
         Scheme::Rms24 => (gpu.free_memory()? as u64).saturating_sub(RESERVED_BYTES),
         Scheme::Plinko => PLINKO_ROW_BYTES,
-    };
+    }
+    .min(limit.unwrap_or(u64::MAX));
     let per_range = (budget / row_bytes).max(1);
     let mut start = blocks.start;
     while start < blocks.end {

@@ -89,6 +89,9 @@ fn large_shapes_shards_and_resident_databases() {
         let key = MasterKey::new(&[0x5a; 32]);
         let job = Job::new(params, &key);
         let whole = cuda.generate(&job, &db).unwrap();
+        // A database streamed through the GPU 50 kB at a time (about 30 ranges).
+        let streamed = cuda.clone().with_upload_limit(50_000);
+        assert_eq!(streamed.generate(&job, &db).unwrap(), whole, "{scheme}");
         let sample: Vec<u64> = (0..main + backup).step_by(97).collect();
         let direct = direct_hints(&params, &key, &db, params.all_blocks(), &sample).unwrap();
         for d in direct {
