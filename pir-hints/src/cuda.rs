@@ -433,6 +433,25 @@ struct Part {
 }
 
 impl Part {
+    /// The part of hints `hints` from the device: validity from the summaries, parities (and
+    /// second parities) from their words.
+    fn download(
+        summaries: &DeviceBuffer<HintSummary>,
+        (parity, second): (&DeviceBuffer<u32>, &DeviceBuffer<u32>),
+        hints: Range<u64>,
+        entry_size: usize,
+        xor: bool,
+    ) -> Result<Self, Error> {
+        let words = parity_words(entry_size);
+        Ok(Part {
+            valid: summaries.to_host()?.iter().map(|s| s.valid == 1).collect(),
+            parity: words_to_bytes(&parity.to_host()?, words, entry_size),
+            second: words_to_bytes(&second.to_host()?, words, entry_size),
+            hints,
+            xor,
+        })
+    }
+
     /// Writes this part into `hints`.
     fn store(self, hints: &mut Hints) {
         let params = *hints.params();
@@ -592,13 +611,13 @@ impl<'a> Worker<'a> {
             }
             Ok(())
         })?;
-        Ok(Part {
-            valid: summaries.to_host()?.iter().map(|s| s.valid == 1).collect(),
-            parity: words_to_bytes(&parity.to_host()?, words, params.entry_size()),
-            second: words_to_bytes(&second.to_host()?, words, params.entry_size()),
+        Part::download(
+            &summaries,
+            (&parity, &second),
             hints,
-            xor: false,
-        })
+            params.entry_size(),
+            false,
+        )
     }
 
     /// Plinko over blocks `blocks`: subsets of every hint, then `stream` feeds the blocks'
@@ -644,13 +663,13 @@ impl<'a> Worker<'a> {
             unsafe { launch.run() }?;
             Ok(())
         })?;
-        Ok(Part {
-            valid: summaries.to_host()?.iter().map(|s| s.valid == 1).collect(),
-            parity: words_to_bytes(&parity.to_host()?, words, params.entry_size()),
-            second: words_to_bytes(&second.to_host()?, words, params.entry_size()),
-            hints: 0..m,
-            xor: true,
-        })
+        Part::download(
+            &summaries,
+            (&parity, &second),
+            0..m,
+            params.entry_size(),
+            true,
+        )
     }
 }
 

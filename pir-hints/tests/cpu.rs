@@ -3,6 +3,7 @@
 //! small databases of awkward shapes; shards against whole runs; known answers; errors.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
 #[path = "../../prp/tests/spec/mod.rs"]
 mod prp_spec;
 
@@ -103,25 +104,9 @@ fn check_against_spec(params: Params, master: [u8; 32], seed: u64, check: Option
     hints
 }
 
-/// Master keys found by search (bytes 0..8 the seed, the rest zero) under which, with c = 2
-/// blocks, one hint draws two equal select values: a tie at the cutoff.
-const TIES: [(Scheme, u64, u64); 2] = [
-    (Scheme::Rms24, 549_757_380_321, 1108),
-    (Scheme::Plinko, 549_756_066_914, 1341),
-];
-
 #[test]
 fn ties_make_hints_invalid() {
-    for (scheme, seed, tied) in TIES {
-        let mut master = [0u8; 32];
-        master[..8].copy_from_slice(&seed.to_le_bytes());
-        let params = Params::new(scheme, 10, 4)
-            .unwrap()
-            .with_block_size(8)
-            .unwrap()
-            .with_hints(1500, 500)
-            .unwrap();
-        assert_eq!(params.blocks(), 2);
+    for (scheme, master, tied, params) in common::ties() {
         let check = [0, tied - 1, tied, tied + 1, 1999];
         let hints = check_against_spec(params, master, 6, Some(&check));
         assert!(!hints.is_valid(tied), "{scheme}");

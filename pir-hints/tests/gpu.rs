@@ -9,6 +9,8 @@ use pir_hints::{
 };
 use proptest::prelude::*;
 
+mod common;
+
 fn gpu() -> Cuda {
     Cuda::new().expect("these tests need a CUDA GPU")
 }
@@ -127,22 +129,11 @@ fn large_shapes_shards_and_resident_databases() {
     }
 }
 
-/// Keys with a tie at the cutoff (see `TIES` in tests/cpu.rs): the GPU flags the same hint.
+/// Keys with a tie at the cutoff (tests/common): the GPU flags the same hint.
 #[test]
 #[ignore = "requires a CUDA GPU"]
 fn ties_make_the_same_hints_invalid() {
-    for (scheme, seed, tied) in [
-        (Scheme::Rms24, 549_757_380_321u64, 1108),
-        (Scheme::Plinko, 549_756_066_914, 1341),
-    ] {
-        let mut master = [0u8; 32];
-        master[..8].copy_from_slice(&seed.to_le_bytes());
-        let params = Params::new(scheme, 10, 4)
-            .unwrap()
-            .with_block_size(8)
-            .unwrap()
-            .with_hints(1500, 500)
-            .unwrap();
+    for (scheme, master, tied, params) in common::ties() {
         let (cpu, gpu) = cpu_and_gpu(params, master, 6);
         assert!(!gpu.is_valid(tied), "{scheme}");
         assert_eq!(gpu.valid_count(), params.total_hints() - 1, "{scheme}");
