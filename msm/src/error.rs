@@ -1,0 +1,50 @@
+//! The crate's error type.
+
+/// Why an MSM could not be computed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Bases and scalars differ in number.
+    #[error("an MSM needs one scalar per base: {bases} bases but {scalars} scalars were given")]
+    LengthMismatch {
+        /// Bases given.
+        bases: usize,
+        /// Scalars given.
+        scalars: usize,
+    },
+    /// One scalar set of a batch differs in length from the bases.
+    #[error(
+        "scalar set {set} of the batch has {scalars} scalars, but there are {bases} bases \
+         (every set needs one scalar per base)"
+    )]
+    BatchLengthMismatch {
+        /// Index of the offending set in the batch.
+        set: usize,
+        /// Bases given.
+        bases: usize,
+        /// Scalars in that set.
+        scalars: usize,
+    },
+    /// No bases and no scalars.
+    #[error("an MSM needs at least one base and one scalar, but both slices are empty")]
+    Empty,
+    /// A window width outside the supported range.
+    #[error("window width of {bits} bits is not supported (use 1 to {max} bits)")]
+    InvalidWindow {
+        /// The width asked for.
+        bits: u32,
+        /// The widest supported window.
+        max: u32,
+    },
+    /// Scratch memory could not be allocated.
+    #[error(
+        "out of memory: could not allocate {bytes} bytes of scratch memory for an MSM of \
+         {points} points"
+    )]
+    OutOfMemory {
+        /// The size of the allocation that failed.
+        bytes: usize,
+        /// Points in the MSM.
+        points: usize,
+    },
+}
