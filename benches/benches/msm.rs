@@ -7,10 +7,9 @@
 //! the largest size and shared by prefixes; scalars are uniform in `Fr`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use ark_bls12_381::{Fr, G1Affine, G1Projective};
-use ark_ec::{PrimeGroup, ScalarMul, VariableBaseMSM};
-use ark_ff::UniformRand;
-use ark_std::rand::{SeedableRng, rngs::StdRng};
+use ark_bls12_381::G1Projective;
+use ark_ec::VariableBaseMSM;
+use benches::msm::inputs;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use msm::{Cpu, MsmBackend};
 
@@ -18,11 +17,7 @@ use msm::{Cpu, MsmBackend};
 const LOG_SIZES: [u32; 5] = [10, 12, 14, 16, 18];
 
 fn cpu(c: &mut Criterion) {
-    let max = 1usize << LOG_SIZES[LOG_SIZES.len() - 1];
-    let mut rng = StdRng::seed_from_u64(0x006d_736d);
-    let multiples: Vec<Fr> = (0..max).map(|_| Fr::rand(&mut rng)).collect();
-    let bases: Vec<G1Affine> = G1Projective::generator().batch_mul(&multiples);
-    let scalars: Vec<Fr> = (0..max).map(|_| Fr::rand(&mut rng)).collect();
+    let (bases, scalars) = inputs(1 << LOG_SIZES[LOG_SIZES.len() - 1]);
     let ours = Cpu::new();
 
     let mut group = c.benchmark_group("msm");

@@ -3,6 +3,7 @@
 
 pub mod chacha;
 pub mod merkle;
+pub mod msm;
 pub mod pir;
 pub mod prp;
 pub mod table;

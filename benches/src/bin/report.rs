@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use benches::table::{self, Check, Row};
-use benches::{chacha, merkle as trees, pir, prp as permutations};
+use benches::{chacha, merkle as trees, msm as multiexp, pir, prp as permutations};
 use clap::Parser;
 use serde::Serialize;
 
@@ -122,6 +122,8 @@ fn run(args: &Args) -> Result<bool, String> {
     eprintln!("running the PIR hints on the CPU ...");
     let (hint_rows, hint_reference) = pir::cpu_rows().map_err(|e| e.to_string())?;
     rows.extend(hint_rows);
+    eprintln!("running the MSM on the CPU (ours and arkworks) ...");
+    rows.extend(multiexp::cpu_rows().map_err(|e| e.to_string())?);
     eprintln!("running ChaCha8 on the GPU ...");
     match gpu_rows(
         args,
