@@ -97,9 +97,10 @@ __device__ u32 block_inclusive_sum(u32 value, u32* warp_sums) {
 
 // One block of SUBSET_THREADS threads per hint first + blockIdx.x (< first + count): the
 // cutoff by a 4-pass radix select over the c select values (regenerated each pass), validity,
-// and for main hints the extra block.
+// and for main hints the extra block, written to out[hint - base].
 extern "C" __global__ void __launch_bounds__(SUBSET_THREADS)
-pir_subsets(ChaChaKey ks, u64 first, u64 count, u64 blocks, u64 main_hints, HintSummary* out) {
+pir_subsets(ChaChaKey ks, u64 first, u64 count, u64 blocks, u64 main_hints, u64 base,
+            HintSummary* out) {
     __shared__ u32 histogram[256];
     __shared__ u32 warp_sums[SUBSET_THREADS / 32];
     __shared__ u32 chosen_digit, chosen_rank;
@@ -195,7 +196,7 @@ pir_subsets(ChaChaKey ks, u64 first, u64 count, u64 blocks, u64 main_hints, Hint
         s.extra = extra;
         s.cutoff = cutoff;
         s.valid = valid ? 1u : 0u;
-        out[index] = s;
+        out[hint - base] = s;
     }
 }
 

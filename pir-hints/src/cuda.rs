@@ -24,7 +24,6 @@ use std::sync::Arc;
 use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, ValidAsZeroBits, source};
 use prp::Evaluator;
 use rayon::prelude::*;
-use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use crate::database::{Database, synthetic_stream};
 use crate::error::Error;
@@ -76,24 +75,6 @@ struct RowShape {
 
 // SAFETY: a `#[repr(C)]` struct of integers laid out as `RowShape` in pir.cu.
 unsafe impl DeviceRepr for RowShape {}
-
-/// A key as the kernels' `ChaChaKey` parameter, zeroed on drop.
-#[repr(C)]
-#[derive(Zeroize, ZeroizeOnDrop)]
-struct DeviceKey {
-    words: [u32; 8],
-}
-
-// SAFETY: a `#[repr(C)]` array of u32s, laid out as `ChaChaKey` in chacha.cuh.
-unsafe impl DeviceRepr for DeviceKey {}
-
-impl DeviceKey {
-    fn new(key: &prp::Key) -> Self {
-        Self {
-            words: *key.words(),
-        }
-    }
-}
 
 /// Parity words per hint for `E`-byte entries.
 fn parity_words(entry_size: usize) -> u32 {
@@ -490,7 +471,7 @@ struct Worker<'a> {
     gpu: &'a Arc<Gpu>,
     params: Params,
     key: &'a MasterKey,
-    select_key: DeviceKey,
+    select_key: prp::Key,
 }
 
 impl<'a> Worker<'a> {
@@ -506,7 +487,7 @@ impl<'a> Worker<'a> {
             gpu,
             params,
             key: job.key(),
-            select_key: DeviceKey::new(&job.key().select_key(params.scheme())),
+            select_key: job.key().select_key(params.scheme()),
         })
     }
 
@@ -520,13 +501,10 @@ impl<'a> Worker<'a> {
         let mut out = self
             .gpu
             .alloc_zeroed::<HintSummary>((hints.end - hints.start) as usize)?;
+        let (blocks, main, base) = (self.params.blocks(), self.params.main_hints(), hints.start);
         let mut first = hints.start;
         while first < hints.end {
             let count = (hints.end - first).min(HINTS_PER_LAUNCH);
-            let offset = first - hints.start;
-            let mut piece = self.gpu.alloc_zeroed::<HintSummary>(count as usize)?;
-            let blocks = self.params.blocks();
-            let main = self.params.main_hints();
             let launch = self
                 .gpu
                 .launch(
@@ -538,12 +516,13 @@ impl<'a> Worker<'a> {
                 .value(&count)
                 .value(&blocks)
                 .value(&main)
-                .buffer_mut(&mut piece);
+                .value(&base)
+                .buffer_mut(&mut out);
             // SAFETY: pir_subsets(ChaChaKey, u64 first, u64 count, u64 blocks, u64 main,
-            // HintSummary*) writes `count` summaries, one block of SUBSET_THREADS per hint.
+            // u64 base, HintSummary*) writes the summaries of hints first .. first + count,
+            // which lie in `hints`, at hint - base of `out` (one entry per hint of `hints`);
+            // one block of SUBSET_THREADS per hint.
             unsafe { launch.run() }?;
-            let host = piece.to_host()?;
-            out.copy_from_host_at(offset as usize, &host)?;
             first += count;
         }
         Ok(out)

@@ -4,11 +4,18 @@ use zeroize::{Zeroize, ZeroizeOnDrop};
 
 /// A 256-bit secret key, held as eight little-endian words (the ChaCha key layout).
 ///
-/// Its `Debug` output never shows key material, and the words are zeroed on drop.
+/// Its `Debug` output never shows key material, and the words are zeroed on drop. With the
+/// `cuda` feature it is also a kernel parameter, laid out as `ChaChaKey` in `chacha.cuh`.
+#[repr(C)]
 #[derive(Clone, Zeroize, ZeroizeOnDrop)]
 pub struct Key {
     words: [u32; 8],
 }
+
+// SAFETY: a `#[repr(C)]` struct holding only `[u32; 8]`, laid out as `ChaChaKey` in
+// kernels/cuda/chacha.cuh (eight little-endian words).
+#[cfg(feature = "cuda")]
+unsafe impl kernels::DeviceRepr for Key {}
 
 impl Key {
     /// A key from its 32 bytes; word `i` is bytes `4i..4i+4` read little-endian.

@@ -15,7 +15,7 @@
 //! order, after the kernels that use them.
 
 use kernels::{DeviceBuffer, DeviceRepr, Grid, Kernel, source};
-use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
+use zeroize::{Zeroize, Zeroizing};
 
 use super::Cuda;
 use crate::Evaluator;
@@ -24,7 +24,6 @@ use crate::error::Error;
 use crate::full_domain::{
     Direction, MAX_TABLE_DOMAIN, check_batch, check_table_domain, gather_order,
 };
-use crate::key::Key;
 use crate::pmns::Pmns;
 use crate::swap_or_not::{BITS_PER_BLOCK, Permutation, SwapOrNot};
 
@@ -83,20 +82,6 @@ const BIT_TABLE_BYTES: u64 = 64 << 20;
 
 /// ChaCha blocks each thread of the sampler's kernel should take at a level.
 const PMNS_BLOCKS_PER_THREAD: u64 = 8;
-
-/// The kernels' `ChaChaKey`: zeroed on drop, never printed.
-#[repr(C)]
-#[derive(Zeroize, ZeroizeOnDrop)]
-struct KernelKey([u32; 8]);
-
-// SAFETY: a `#[repr(C)]` array of u32, laid out as `ChaChaKey` in chacha.cuh.
-unsafe impl DeviceRepr for KernelKey {}
-
-impl KernelKey {
-    fn new(key: &Key) -> Self {
-        Self(*key.words())
-    }
-}
 
 /// prp.cu's `Stage`.
 #[repr(C)]
@@ -172,13 +157,13 @@ impl Cuda {
             "prp_forward"
         };
         let kernel = self.prp_kernel::<P::Rounds>(name)?;
-        let key = KernelKey::new(stages[0].key());
+        let key = stages[0].key();
         let stage_count = stages.len() as u32;
         let count = values.len() as u64;
         let launch = self
             .gpu
             .launch(&kernel, Grid::cover(count, THREADS))
-            .value(&key)
+            .value(key)
             .buffer(&stage_buffer)
             .value(&stage_count)
             .buffer(&key_buffer)
@@ -269,7 +254,7 @@ impl Cuda {
             .alloc_zeroed::<u32>(batch.min(rounds.len()) * row_words as usize)?;
         let swap_bits = self.prp_kernel::<R>("swap_bits")?;
         let swap_pairs = self.plain_kernel("swap_pairs")?;
-        let key = KernelKey::new(stage.key());
+        let key = stage.key();
         let stage_index = stage.stage_index();
         let pairs = domain / 2;
         for group in rounds.chunks(batch) {
@@ -279,7 +264,7 @@ impl Cuda {
             let launch = self
                 .gpu
                 .launch(&swap_bits, Grid::cover(total_blocks, THREADS))
-                .value(&key)
+                .value(key)
                 .value(&stage_index)
                 .value(&first)
                 .value(&count)
@@ -337,7 +322,7 @@ impl Cuda {
         let op_buffer = self.gpu.upload(&ops)?;
         let kernel = self.prp_kernel::<R>("small_rounds")?;
         kernel.allow_shared_bytes(SMALL_SHARED_BYTES)?;
-        let key = KernelKey::new(first.key());
+        let key = first.key();
         let count = ops.len() as u32;
         let grid = Grid {
             blocks: 1,
@@ -347,7 +332,7 @@ impl Cuda {
         let launch = self
             .gpu
             .launch(&kernel, grid)
-            .value(&key)
+            .value(key)
             .buffer(&op_buffer)
             .value(&count)
             .buffer_mut(table);
@@ -445,7 +430,7 @@ impl Evaluator for Cuda {
     fn bin_boundaries<R: Rounds>(&self, pmns: &Pmns<R>) -> Result<Vec<u64>, Error> {
         let split = self.prp_kernel::<R>("pmns_split")?;
         let children = self.plain_kernel("pmns_children")?;
-        let key = KernelKey::new(pmns.key());
+        let key = pmns.key();
         let mut counts = self.gpu.upload(&[pmns.balls()])?;
         for level in 0..pmns.bins_log2() {
             let nodes = 1u64 << level;
@@ -457,7 +442,7 @@ impl Evaluator for Cuda {
             let launch = self
                 .gpu
                 .launch(&split, Grid::cover(items * u64::from(THREADS), THREADS))
-                .value(&key)
+                .value(key)
                 .value(&level)
                 .value(&nodes)
                 .value(&shares)
