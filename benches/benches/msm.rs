@@ -1,10 +1,16 @@
 //! Criterion bench `msm`: BLS12-381 G1 multi-scalar multiplication, ours on the CPU beside
-//! arkworks 0.5's parallel `VariableBaseMSM::msm` on the same inputs.
+//! arkworks 0.5's parallel `VariableBaseMSM::msm` on the same inputs, and ours on the GPU.
 //!
-//! Ids are `msm/<backend>/2^k` for k = 10, 12, ..., 18: `cpu` is `msm::Cpu`, `arkworks` is
-//! `G1Projective::msm` (ark-ec with its `parallel` feature). Throughput is in points. Bases
-//! are random multiples of the generator (arkworks' fixed-base `batch_mul`), made once for
-//! the largest size and shared by prefixes; scalars are uniform in `Fr`.
+//! Ids are `msm/<backend>/2^k`, throughput in points:
+//! - k = 10, 12, ..., 18: `cpu` is `msm::Cpu`, `arkworks` is `G1Projective::msm` (ark-ec with
+//!   its `parallel` feature);
+//! - k = 10, 12, ..., 24, bases resident on the GPU in an `MsmContext` with shifted bases
+//!   (made once per size, outside the timing): `cuda` uploads the scalars and reads the sum
+//!   back, `cuda-resident` starts from scalars already on the GPU; `cuda-unshifted` is the
+//!   resident run of a context without shifted bases (k <= 22).
+//!
+//! Bases are an arithmetic progression of multiples of the generator (`benches::msm::inputs`),
+//! made once for the largest size and shared by prefixes; scalars are uniform in `Fr`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use ark_bls12_381::G1Projective;
@@ -41,5 +47,59 @@ fn cpu(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, cpu);
+#[cfg(feature = "cuda")]
+fn cuda(c: &mut Criterion) {
+    use msm::{ContextOptions, Cuda};
+
+    /// log2 of the GPU sizes.
+    const GPU_LOG_SIZES: [u32; 8] = [10, 12, 14, 16, 18, 20, 22, 24];
+    let gpu = match Cuda::new() {
+        Ok(gpu) => gpu,
+        Err(why) => {
+            eprintln!("msm: no CUDA benches: {why}");
+            return;
+        }
+    };
+    let (bases, scalars) = inputs(1 << GPU_LOG_SIZES[GPU_LOG_SIZES.len() - 1]);
+    let cpu = Cpu::new();
+    let mut group = c.benchmark_group("msm");
+    group.sample_size(10);
+    for log in GPU_LOG_SIZES {
+        let n = 1usize << log;
+        let (bases, scalars) = (&bases[..n], &scalars[..n]);
+        let shifted = ContextOptions {
+            shifted_bases: true,
+            ..ContextOptions::default()
+        };
+        let context = gpu.context(bases, shifted).unwrap();
+        let sum = context.msm(scalars).unwrap();
+        if log <= 20 {
+            assert_eq!(sum, cpu.msm(bases, scalars).unwrap(), "2^{log}");
+        }
+        group.throughput(Throughput::Elements(n as u64));
+        let size = format!("2^{log}");
+        group.bench_function(BenchmarkId::new("cuda", &size), |b| {
+            b.iter(|| context.msm(scalars).unwrap())
+        });
+        let device = context.upload_scalars(scalars).unwrap();
+        group.bench_function(BenchmarkId::new("cuda-resident", &size), |b| {
+            b.iter(|| context.msm_device(&device).unwrap())
+        });
+        drop(context);
+        if log <= 22 {
+            let unshifted = gpu.context(bases, ContextOptions::default()).unwrap();
+            let device = unshifted.upload_scalars(scalars).unwrap();
+            assert_eq!(unshifted.msm_device(&device).unwrap(), sum);
+            group.bench_function(BenchmarkId::new("cuda-unshifted", &size), |b| {
+                b.iter(|| unshifted.msm_device(&device).unwrap())
+            });
+        }
+    }
+    group.finish();
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda(_: &mut Criterion) {}
+
+criterion_group!(benches, cpu, cuda);
 criterion_main!(benches);

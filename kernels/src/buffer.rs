@@ -29,6 +29,16 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         self.slice.is_empty()
     }
 
+    /// Sets every element to zero bits, queued on the buffer's stream.
+    pub fn zero(&mut self) -> Result<()>
+    where
+        T: ValidAsZeroBits,
+    {
+        let stream = self.slice.stream().clone();
+        stream.memset_zeros(&mut self.slice)?;
+        Ok(())
+    }
+
     /// Copies `data` into the start of the buffer (`data` may be shorter than the buffer).
     pub fn copy_from_host(&mut self, data: &[T]) -> Result<()> {
         self.copy_from_host_at(0, data)

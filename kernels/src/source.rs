@@ -16,6 +16,7 @@ pub struct Module {
 pub const HEADERS: &[(&str, &str)] = &[
     ("common.cuh", include_str!("../cuda/common.cuh")),
     ("chacha.cuh", include_str!("../cuda/chacha.cuh")),
+    ("bls12_381.cuh", include_str!("../cuda/bls12_381.cuh")),
 ];
 
 /// Bulk ChaCha keystream and keystream-digest kernels for 8, 12 and 20 rounds.
@@ -42,8 +43,15 @@ pub const PIR: Module = Module {
     source: include_str!("../cuda/pir.cu"),
 };
 
+/// BLS12-381 G1 multi-scalar multiplication: digit recoding, bucket sort, bucket accumulation
+/// and reduction, shifted-base precomputation.
+pub const MSM: Module = Module {
+    name: "msm",
+    source: include_str!("../cuda/msm.cu"),
+};
+
 /// Every kernel module of the workspace (the NVRTC compile test walks this list).
-pub const MODULES: &[Module] = &[CHACHA, PRP, MERKLE, PIR];
+pub const MODULES: &[Module] = &[CHACHA, PRP, MERKLE, PIR, MSM];
 
 #[cfg(test)]
 mod tests {

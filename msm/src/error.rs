@@ -1,7 +1,7 @@
 //! The crate's error type.
 
 /// Why an MSM could not be computed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// Bases and scalars differ in number.
@@ -47,4 +47,24 @@ pub enum Error {
         /// Points in the MSM.
         points: usize,
     },
+    /// The bases (with their shifted copies) do not fit in the GPU's free memory.
+    #[error(
+        "{points} bases ({copies} cop{plural}) need {bytes} bytes of GPU memory, but only \
+         {free} bytes are free: use fewer bases, no shifted copies, or a wider window",
+        plural = if *copies == 1 { "y" } else { "ies" }
+    )]
+    BasesTooLarge {
+        /// Bases given.
+        points: usize,
+        /// Copies of the bases kept (one per window with shifted bases).
+        copies: usize,
+        /// Bytes the copies need.
+        bytes: usize,
+        /// Bytes of GPU memory free.
+        free: usize,
+    },
+    /// The GPU failed or is missing.
+    #[cfg(feature = "cuda")]
+    #[error(transparent)]
+    Gpu(#[from] kernels::GpuError),
 }

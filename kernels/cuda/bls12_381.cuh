@@ -1,0 +1,354 @@
+// BLS12-381: the base field Fq (381 bits), the scalar field's modulus r, and G1 arithmetic
+// (y^2 = x^3 + 4) in affine and XYZZ coordinates.
+//
+// Field elements are twelve 32-bit limbs, least significant first, in Montgomery form with
+// R = 2^384: the same bits as arkworks' `Fq` (six u64 limbs, R = 2^384), so bases cross from
+// the host as they are. Every function keeps its results canonical (in [0, q)).
+//
+// The multiply is CIOS Montgomery on the integer pipeline: per limb of b, one carry chain of
+// `mad.lo.cc`/`madc.lo.cc` adds the low halves of a * b_i and one of `mad.hi.cc`/`madc.hi.cc`
+// the high halves, then the same two chains add m * q. Chains are consecutive volatile asm
+// statements so that nothing clobbers the carry flag between them.
+#pragma once
+#include "common.cuh"
+
+#define FQ_LIMBS 12
+#define FR_LIMBS 8
+
+struct Fq {
+    u32 l[FQ_LIMBS];
+};
+
+__device__ __constant__ static const u32 FQ_MODULUS[FQ_LIMBS] = {
+    0xffffaaabu, 0xb9feffffu, 0xb153ffffu, 0x1eabfffeu, 0xf6b0f624u, 0x6730d2a0u,
+    0xf38512bfu, 0x64774b84u, 0x434bacd7u, 0x4b1ba7b6u, 0x397fe69au, 0x1a0111eau};
+// -q^-1 mod 2^32.
+#define FQ_INV 0xfffcfffdu
+// R mod q: one in Montgomery form.
+__device__ __constant__ static const u32 FQ_ONE[FQ_LIMBS] = {
+    0x0002fffdu, 0x76090000u, 0xc40c0002u, 0xebf4000bu, 0x53c758bau, 0x5f489857u,
+    0x70525745u, 0x77ce5853u, 0xa256ec6du, 0x5c071a97u, 0xfa80e493u, 0x15f65ec3u};
+
+// The scalar field's modulus r (255 bits) and -r^-1 mod 2^32 (r = 1 mod 2^32).
+__device__ __constant__ static const u32 FR_MODULUS[FR_LIMBS] = {
+    0x00000001u, 0xffffffffu, 0xfffe5bfeu, 0x53bda402u,
+    0x09a1d805u, 0x3339d808u, 0x299d7d48u, 0x73eda753u};
+#define FR_INV 0xffffffffu
+
+// The modulus limbs as compile-time constants, so that they become instruction immediates.
+#define Q0 0xffffaaabu
+#define Q1 0xb9feffffu
+#define Q2 0xb153ffffu
+#define Q3 0x1eabfffeu
+#define Q4 0xf6b0f624u
+#define Q5 0x6730d2a0u
+#define Q6 0xf38512bfu
+#define Q7 0x64774b84u
+#define Q8 0x434bacd7u
+#define Q9 0x4b1ba7b6u
+#define Q10 0x397fe69au
+#define Q11 0x1a0111eau
+
+__device__ __forceinline__ u32 fq_modulus_limb(int i) {
+    switch (i) {
+        case 0: return Q0; case 1: return Q1; case 2: return Q2; case 3: return Q3;
+        case 4: return Q4; case 5: return Q5; case 6: return Q6; case 7: return Q7;
+        case 8: return Q8; case 9: return Q9; case 10: return Q10; default: return Q11;
+    }
+}
+
+// ---- carry-chain primitives -------------------------------------------------------------
+
+#define ASM_ADD_CC(d, a, b) asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b))
+#define ASM_ADDC_CC(d, a, b) asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b))
+#define ASM_ADDC(d, a, b) asm volatile("addc.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b))
+#define ASM_SUB_CC(d, a, b) asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b))
+#define ASM_SUBC_CC(d, a, b) asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b))
+#define ASM_SUBC(d, a, b) asm volatile("subc.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b))
+// d += lo(a * b) / hi(a * b), starting or continuing a carry chain.
+#define ASM_MAD_LO_CC(d, a, b) asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(d) : "r"(a), "r"(b))
+#define ASM_MADC_LO_CC(d, a, b) asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(d) : "r"(a), "r"(b))
+#define ASM_MAD_HI_CC(d, a, b) asm volatile("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(d) : "r"(a), "r"(b))
+#define ASM_MADC_HI_CC(d, a, b) asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(d) : "r"(a), "r"(b))
+#define ASM_ADDC_CC_ACC(d, b) asm volatile("addc.cc.u32 %0, %0, %1;" : "+r"(d) : "r"(b))
+#define ASM_ADDC_ACC(d, b) asm volatile("addc.u32 %0, %0, %1;" : "+r"(d) : "r"(b))
+
+// t[0 .. n + 2) += a[0 .. n) * b, as two carry chains (low halves, then high halves).
+template <int N>
+__device__ __forceinline__ void mul_add_row(u32* t, const u32* a, u32 b) {
+    ASM_MAD_LO_CC(t[0], a[0], b);
+#pragma unroll
+    for (int j = 1; j < N; j++) ASM_MADC_LO_CC(t[j], a[j], b);
+    ASM_ADDC_CC_ACC(t[N], 0u);
+    ASM_ADDC_ACC(t[N + 1], 0u);
+    ASM_MAD_HI_CC(t[1], a[0], b);
+#pragma unroll
+    for (int j = 1; j < N; j++) ASM_MADC_HI_CC(t[j + 1], a[j], b);
+    ASM_ADDC_ACC(t[N + 1], 0u);
+}
+
+// ---- Fq ---------------------------------------------------------------------------------
+
+__device__ __forceinline__ Fq fq_zero() {
+    Fq r;
+#pragma unroll
+    for (int i = 0; i < FQ_LIMBS; i++) r.l[i] = 0;
+    return r;
+}
+
+__device__ __forceinline__ Fq fq_one() {
+    Fq r;
+#pragma unroll
+    for (int i = 0; i < FQ_LIMBS; i++) r.l[i] = FQ_ONE[i];
+    return r;
+}
+
+__device__ __forceinline__ bool fq_is_zero(const Fq& a) {
+    u32 acc = 0;
+#pragma unroll
+    for (int i = 0; i < FQ_LIMBS; i++) acc |= a.l[i];
+    return acc == 0;
+}
+
+__device__ __forceinline__ bool fq_eq(const Fq& a, const Fq& b) {
+    u32 acc = 0;
+#pragma unroll
+    for (int i = 0; i < FQ_LIMBS; i++) acc |= a.l[i] ^ b.l[i];
+    return acc == 0;
+}
+
+// t (< 2q, in 12 limbs) reduced to [0, q).
+__device__ __forceinline__ Fq fq_reduce_once(const u32* t) {
+    u32 s[FQ_LIMBS];
+    u32 borrow;
+    ASM_SUB_CC(s[0], t[0], Q0);
+    ASM_SUBC_CC(s[1], t[1], Q1);
+    ASM_SUBC_CC(s[2], t[2], Q2);
+    ASM_SUBC_CC(s[3], t[3], Q3);
+    ASM_SUBC_CC(s[4], t[4], Q4);
+    ASM_SUBC_CC(s[5], t[5], Q5);
+    ASM_SUBC_CC(s[6], t[6], Q6);
+    ASM_SUBC_CC(s[7], t[7], Q7);
+    ASM_SUBC_CC(s[8], t[8], Q8);
+    ASM_SUBC_CC(s[9], t[9], Q9);
+    ASM_SUBC_CC(s[10], t[10], Q10);
+    ASM_SUBC_CC(s[11], t[11], Q11);
+    ASM_SUBC(borrow, 0u, 0u);
+    Fq r;
+#pragma unroll
+    for (int i = 0; i < FQ_LIMBS; i++) r.l[i] = borrow ? t[i] : s[i];
+    return r;
+}
+
+__device__ __forceinline__ Fq fq_add(const Fq& a, const Fq& b) {
+    u32 t[FQ_LIMBS];
+    ASM_ADD_CC(t[0], a.l[0], b.l[0]);
+#pragma unroll
+    for (int i = 1; i < FQ_LIMBS - 1; i++) ASM_ADDC_CC(t[i], a.l[i], b.l[i]);
+    ASM_ADDC(t[FQ_LIMBS - 1], a.l[FQ_LIMBS - 1], b.l[FQ_LIMBS - 1]);
+    return fq_reduce_once(t);
+}
+
+__device__ __forceinline__ Fq fq_sub(const Fq& a, const Fq& b) {
+    u32 t[FQ_LIMBS];
+    u32 borrow;
+    ASM_SUB_CC(t[0], a.l[0], b.l[0]);
+#pragma unroll
+    for (int i = 1; i < FQ_LIMBS; i++) ASM_SUBC_CC(t[i], a.l[i], b.l[i]);
+    ASM_SUBC(borrow, 0u, 0u);
+    // Add q back when the difference went negative.
+    u32 mask = borrow;
+    Fq r;
+    ASM_ADD_CC(r.l[0], t[0], Q0 & mask);
+    ASM_ADDC_CC(r.l[1], t[1], Q1 & mask);
+    ASM_ADDC_CC(r.l[2], t[2], Q2 & mask);
+    ASM_ADDC_CC(r.l[3], t[3], Q3 & mask);
+    ASM_ADDC_CC(r.l[4], t[4], Q4 & mask);
+    ASM_ADDC_CC(r.l[5], t[5], Q5 & mask);
+    ASM_ADDC_CC(r.l[6], t[6], Q6 & mask);
+    ASM_ADDC_CC(r.l[7], t[7], Q7 & mask);
+    ASM_ADDC_CC(r.l[8], t[8], Q8 & mask);
+    ASM_ADDC_CC(r.l[9], t[9], Q9 & mask);
+    ASM_ADDC_CC(r.l[10], t[10], Q10 & mask);
+    ASM_ADDC(r.l[11], t[11], Q11 & mask);
+    return r;
+}
+
+__device__ __forceinline__ Fq fq_neg(const Fq& a) {
+    return fq_is_zero(a) ? a : fq_sub(fq_zero(), a);
+}
+
+__device__ __forceinline__ Fq fq_double(const Fq& a) { return fq_add(a, a); }
+
+// a * b * R^-1 mod q.
+__device__ __forceinline__ Fq fq_mul(const Fq& a, const Fq& b) {
+    u32 t[FQ_LIMBS + 2];
+    u32 q[FQ_LIMBS] = {Q0, Q1, Q2, Q3, Q4, Q5, Q6, Q7, Q8, Q9, Q10, Q11};
+#pragma unroll
+    for (int i = 0; i < FQ_LIMBS + 2; i++) t[i] = 0;
+#pragma unroll
+    for (int i = 0; i < FQ_LIMBS; i++) {
+        mul_add_row<FQ_LIMBS>(t, a.l, b.l[i]);
+        u32 m = t[0] * FQ_INV;
+        mul_add_row<FQ_LIMBS>(t, q, m);
+        // t[0] is now zero: shift down one limb.
+#pragma unroll
+        for (int j = 0; j < FQ_LIMBS + 1; j++) t[j] = t[j + 1];
+        t[FQ_LIMBS + 1] = 0;
+    }
+    return fq_reduce_once(t);
+}
+
+__device__ __forceinline__ Fq fq_sqr(const Fq& a) { return fq_mul(a, a); }
+
+// a^(q - 2) = a^-1 (zero for zero), by square-and-multiply over the bits of q - 2.
+__device__ __noinline__ Fq fq_inverse(const Fq& a) {
+    Fq r = fq_one();
+    bool started = false;
+    for (int limb = FQ_LIMBS - 1; limb >= 0; limb--) {
+        u32 e = fq_modulus_limb(limb) - (limb == 0 ? 2u : 0u);
+        for (int bit = 31; bit >= 0; bit--) {
+            if (started) r = fq_sqr(r);
+            if ((e >> bit) & 1) {
+                r = started ? fq_mul(r, a) : a;
+                started = true;
+            }
+        }
+    }
+    return r;
+}
+
+// ---- G1 ---------------------------------------------------------------------------------
+
+// An affine point; the point at infinity is (0, 0), which is not on the curve.
+struct Affine {
+    Fq x, y;
+};
+
+// XYZZ coordinates: x = X / ZZ, y = Y / ZZZ with ZZ^3 = ZZZ^2; infinity has ZZ = 0.
+struct Xyzz {
+    Fq x, y, zz, zzz;
+};
+
+__device__ __forceinline__ bool affine_is_infinity(const Affine& p) {
+    return fq_is_zero(p.x) && fq_is_zero(p.y);
+}
+
+__device__ __forceinline__ Xyzz xyzz_infinity() {
+    Xyzz r;
+    r.x = fq_one();
+    r.y = fq_one();
+    r.zz = fq_zero();
+    r.zzz = fq_zero();
+    return r;
+}
+
+__device__ __forceinline__ bool xyzz_is_infinity(const Xyzz& p) { return fq_is_zero(p.zz); }
+
+__device__ __forceinline__ Xyzz xyzz_from_affine(const Affine& p) {
+    if (affine_is_infinity(p)) return xyzz_infinity();
+    Xyzz r;
+    r.x = p.x;
+    r.y = p.y;
+    r.zz = fq_one();
+    r.zzz = fq_one();
+    return r;
+}
+
+__device__ __forceinline__ Affine affine_neg(const Affine& p) {
+    Affine r;
+    r.x = p.x;
+    r.y = fq_neg(p.y);
+    return r;
+}
+
+// 2p (dbl-2008-s-1 with a = 0).
+__device__ __forceinline__ Xyzz xyzz_double(const Xyzz& p) {
+    if (xyzz_is_infinity(p) || fq_is_zero(p.y)) return xyzz_infinity();
+    Fq u = fq_double(p.y);
+    Fq v = fq_sqr(u);
+    Fq w = fq_mul(u, v);
+    Fq s = fq_mul(p.x, v);
+    Fq x2 = fq_sqr(p.x);
+    Fq m = fq_add(fq_double(x2), x2);
+    Xyzz r;
+    r.x = fq_sub(fq_sub(fq_sqr(m), s), s);
+    r.y = fq_sub(fq_mul(m, fq_sub(s, r.x)), fq_mul(w, p.y));
+    r.zz = fq_mul(v, p.zz);
+    r.zzz = fq_mul(w, p.zzz);
+    return r;
+}
+
+// acc + p for an affine p (madd-2008-s), with every special case.
+__device__ __forceinline__ Xyzz xyzz_add_affine(const Xyzz& acc, const Affine& p) {
+    if (affine_is_infinity(p)) return acc;
+    if (xyzz_is_infinity(acc)) return xyzz_from_affine(p);
+    Fq u2 = fq_mul(p.x, acc.zz);
+    Fq s2 = fq_mul(p.y, acc.zzz);
+    Fq pp_ = fq_sub(u2, acc.x);
+    Fq r = fq_sub(s2, acc.y);
+    if (fq_is_zero(pp_)) {
+        if (fq_is_zero(r)) return xyzz_double(xyzz_from_affine(p));
+        return xyzz_infinity();
+    }
+    Fq pp = fq_sqr(pp_);
+    Fq ppp = fq_mul(pp_, pp);
+    Fq q = fq_mul(acc.x, pp);
+    Xyzz out;
+    out.x = fq_sub(fq_sub(fq_sub(fq_sqr(r), ppp), q), q);
+    out.y = fq_sub(fq_mul(r, fq_sub(q, out.x)), fq_mul(acc.y, ppp));
+    out.zz = fq_mul(acc.zz, pp);
+    out.zzz = fq_mul(acc.zzz, ppp);
+    return out;
+}
+
+// a + b (add-2008-s), with every special case.
+__device__ __forceinline__ Xyzz xyzz_add(const Xyzz& a, const Xyzz& b) {
+    if (xyzz_is_infinity(b)) return a;
+    if (xyzz_is_infinity(a)) return b;
+    Fq u1 = fq_mul(a.x, b.zz);
+    Fq u2 = fq_mul(b.x, a.zz);
+    Fq s1 = fq_mul(a.y, b.zzz);
+    Fq s2 = fq_mul(b.y, a.zzz);
+    Fq pp_ = fq_sub(u2, u1);
+    Fq r = fq_sub(s2, s1);
+    if (fq_is_zero(pp_)) {
+        if (fq_is_zero(r)) return xyzz_double(a);
+        return xyzz_infinity();
+    }
+    Fq pp = fq_sqr(pp_);
+    Fq ppp = fq_mul(pp_, pp);
+    Fq q = fq_mul(u1, pp);
+    Xyzz out;
+    out.x = fq_sub(fq_sub(fq_sub(fq_sqr(r), ppp), q), q);
+    out.y = fq_sub(fq_mul(r, fq_sub(q, out.x)), fq_mul(s1, ppp));
+    out.zz = fq_mul(fq_mul(a.zz, b.zz), pp);
+    out.zzz = fq_mul(fq_mul(a.zzz, b.zzz), ppp);
+    return out;
+}
+
+// k * p for a small k, by double-and-add from the top bit.
+__device__ __forceinline__ Xyzz xyzz_mul_small(const Xyzz& p, u32 k) {
+    Xyzz r = xyzz_infinity();
+    for (int bit = 31; bit >= 0; bit--) {
+        if (!xyzz_is_infinity(r)) r = xyzz_double(r);
+        if ((k >> bit) & 1) r = xyzz_add(r, p);
+    }
+    return r;
+}
+
+// The affine form of p ((0, 0) for infinity): x = X / ZZ, y = Y / ZZZ, one inversion.
+__device__ __forceinline__ Affine xyzz_to_affine(const Xyzz& p) {
+    Affine r;
+    if (xyzz_is_infinity(p)) {
+        r.x = fq_zero();
+        r.y = fq_zero();
+        return r;
+    }
+    // ZZZ^-1 gives ZZ^-1 = ZZZ^-2 * ZZ^2 (as ZZ^3 = ZZZ^2).
+    Fq zzz_inv = fq_inverse(p.zzz);
+    Fq zz_inv = fq_mul(fq_sqr(zzz_inv), fq_sqr(p.zz));
+    r.x = fq_mul(p.x, zz_inv);
+    r.y = fq_mul(p.y, zzz_inv);
+    return r;
+}

@@ -1,0 +1,366 @@
+// Pippenger multi-scalar multiplication on BLS12-381 G1 (SPEC.md, "msm"), all on the device.
+//
+// The host (msm/src/cuda.rs) runs, for each scalar vector:
+//   1. msm_scalars_canonical: arkworks' Montgomery-form scalars to plain integers;
+//   2. msm_count_digits: signed c-bit digits of every scalar; per bucket key, a count;
+//   3. msm_scan_tiles, msm_scan_tile_sums, msm_scan_apply: bucket offsets (an exclusive
+//      prefix sum of the counts), the cursors of the scatter;
+//   4. msm_scatter_digits: every nonzero digit's point reference, grouped by bucket key;
+//   5. msm_accumulate_affine, then msm_accumulate_xyzz until one segment is left: a
+//      segmented reduction of the sorted list. Each thread sums a fixed number of entries,
+//      so skewed buckets cost no more than even ones; runs that end inside a segment are
+//      complete buckets and are stored, the first and last run of each segment become
+//      partial sums for the next pass;
+//   6. msm_bucket_reduce: sum_b (b + 1) * B_b per window by running sums over groups of
+//      buckets, then msm_sum_groups until one point per window is left;
+//   7. msm_combine_windows: sum_j 2^(c j) S_j (skipped when the bases carry precomputed
+//      shifted copies 2^(c j) P_i, whose digits all share one window's buckets).
+//
+// A bucket key is window * key_stride + |digit| - 1; a point reference is
+// window * point_stride + i with the sign in bit 31 (point_stride = n and key_stride = 0 with
+// precomputed copies, point_stride = 0 and key_stride = 2^(c-1) without).
+#include "bls12_381.cuh"
+
+#define NEGATIVE_BIT 0x80000000u
+#define NO_KEY 0xffffffffu
+#define FULL_MASK 0xffffffffu
+
+// out[i] = in[first + i] as a plain integer, for i < n: arkworks keeps scalars in Montgomery
+// form (R = 2^256), so one Montgomery reduction each.
+extern "C" __global__ void msm_scalars_canonical(const u32* in, u64 first, u64 n, u32* out) {
+    for (u64 i = global_thread_index(); i < n; i += grid_thread_count()) {
+        u32 t[FR_LIMBS + 2];
+        u32 r[FR_LIMBS];
+#pragma unroll
+        for (int j = 0; j < FR_LIMBS; j++) {
+            t[j] = in[(first + i) * FR_LIMBS + j];
+            r[j] = FR_MODULUS[j];
+        }
+        t[FR_LIMBS] = 0;
+        t[FR_LIMBS + 1] = 0;
+#pragma unroll
+        for (int round = 0; round < FR_LIMBS; round++) {
+            u32 m = t[0] * FR_INV;
+            mul_add_row<FR_LIMBS>(t, r, m);
+#pragma unroll
+            for (int j = 0; j < FR_LIMBS + 1; j++) t[j] = t[j + 1];
+            t[FR_LIMBS + 1] = 0;
+        }
+        // The result is below 2r; arkworks keeps its scalars below r, so it is below r.
+#pragma unroll
+        for (int j = 0; j < FR_LIMBS; j++) out[i * FR_LIMBS + j] = t[j];
+    }
+}
+
+// Bits [start, start + width) of a 256-bit little-endian integer (width <= 31).
+__device__ __forceinline__ u32 scalar_bits(const u32* s, u32 start, u32 width) {
+    u32 limb = start / 32, shift = start % 32;
+    u64 pair = s[limb];
+    if (limb + 1 < FR_LIMBS) pair |= (u64)s[limb + 1] << 32;
+    return (u32)(pair >> shift) & ((1u << width) - 1);
+}
+
+// The signed digit of window `window`, from the raw window bits and the carry of the windows
+// below; digits lie in [-2^(c-1), 2^(c-1)].
+__device__ __forceinline__ int next_digit(const u32* s, u32 window, u32 c, u32& carry) {
+    u32 raw = scalar_bits(s, window * c, c) + carry;
+    if (raw > (1u << (c - 1))) {
+        carry = 1;
+        return (int)raw - (int)(1u << c);
+    }
+    carry = 0;
+    return (int)raw;
+}
+
+struct DigitLayout {
+    u64 n;             // scalars in this chunk
+    u64 first;         // index of the chunk's first scalar among the bases
+    u32 window_bits;   // c
+    u32 windows;       // ceil(256 / c)
+    u32 key_stride;    // bucket keys per window (0: every window shares one set)
+    u32 point_stride;  // point references per window (0: every window reads the same bases)
+};
+
+// Counts nonzero digits per bucket key; lanes with equal keys add once per warp.
+extern "C" __global__ void msm_count_digits(const u32* scalars, DigitLayout layout, u32* counts) {
+    u32 lane = threadIdx.x % 32;
+    for (u64 base = global_thread_index() - lane; base < layout.n; base += grid_thread_count()) {
+        u64 i = base + lane;
+        bool live = i < layout.n;
+        u32 s[FR_LIMBS];
+#pragma unroll
+        for (int j = 0; j < FR_LIMBS; j++) s[j] = live ? scalars[i * FR_LIMBS + j] : 0;
+        u32 carry = 0;
+        for (u32 w = 0; w < layout.windows; w++) {
+            int d = next_digit(s, w, layout.window_bits, carry);
+            u32 key = (live && d != 0) ? w * layout.key_stride + (u32)abs(d) - 1 : NO_KEY;
+            u32 peers = __match_any_sync(FULL_MASK, key);
+            if (key != NO_KEY && lane == (u32)(__ffs(peers) - 1)) {
+                atomicAdd(&counts[key], (u32)__popc(peers));
+            }
+        }
+    }
+}
+
+// The bucket offsets: an exclusive prefix sum of the counts in three kernels. Tiles of
+// SCAN_TILE counts are summed (msm_scan_tiles), the tile sums scanned in one block
+// (msm_scan_tile_sums), and each tile scanned again from its offset (msm_scan_apply).
+#define SCAN_THREADS 1024
+#define SCAN_PER_THREAD 4
+#define SCAN_TILE (SCAN_THREADS * SCAN_PER_THREAD)
+
+// The exclusive prefix sum of `value` over the block's threads (in thread order); the block's
+// total goes to `total`. Every thread of the block must call it.
+__device__ __forceinline__ u32 block_exclusive_scan(u32 value, u32& total) {
+    __shared__ u32 warp_sums[32];
+    u32 lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    u32 x = value;
+#pragma unroll
+    for (u32 d = 1; d < 32; d *= 2) {
+        u32 y = __shfl_up_sync(FULL_MASK, x, d);
+        if (lane >= d) x += y;
+    }
+    if (lane == 31) warp_sums[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+        u32 w = lane < warps ? warp_sums[lane] : 0;
+#pragma unroll
+        for (u32 d = 1; d < 32; d *= 2) {
+            u32 y = __shfl_up_sync(FULL_MASK, w, d);
+            if (lane >= d) w += y;
+        }
+        warp_sums[lane] = w;
+    }
+    __syncthreads();
+    u32 before = warp == 0 ? 0 : warp_sums[warp - 1];
+    total = warp_sums[warps - 1];
+    __syncthreads();
+    return before + x - value;
+}
+
+// The SCAN_PER_THREAD values of thread t of the tile starting at `tile_first`.
+__device__ __forceinline__ void load_run(const u32* values, u32 len, u64 tile_first, u32* run) {
+    u64 first = tile_first + (u64)threadIdx.x * SCAN_PER_THREAD;
+#pragma unroll
+    for (int k = 0; k < SCAN_PER_THREAD; k++) run[k] = first + k < len ? values[first + k] : 0;
+}
+
+// tile_sums[b] = counts[b * SCAN_TILE ..][.. SCAN_TILE] summed. Blocks of SCAN_THREADS.
+extern "C" __global__ void msm_scan_tiles(const u32* counts, u32 keys, u32* tile_sums) {
+    u32 run[SCAN_PER_THREAD];
+    load_run(counts, keys, (u64)blockIdx.x * SCAN_TILE, run);
+    u32 local = 0, total;
+#pragma unroll
+    for (int k = 0; k < SCAN_PER_THREAD; k++) local += run[k];
+    block_exclusive_scan(local, total);
+    if (threadIdx.x == 0) tile_sums[blockIdx.x] = total;
+}
+
+// tile_sums becomes its exclusive prefix sum, counters[0] the total. One block.
+extern "C" __global__ void msm_scan_tile_sums(u32* tile_sums, u32 tiles, u32* counters) {
+    u32 carry = 0;
+    for (u64 first = 0; first < tiles; first += SCAN_TILE) {
+        u32 run[SCAN_PER_THREAD];
+        load_run(tile_sums, tiles, first, run);
+        u32 local = 0, total;
+#pragma unroll
+        for (int k = 0; k < SCAN_PER_THREAD; k++) local += run[k];
+        u32 prefix = carry + block_exclusive_scan(local, total);
+        u64 mine = first + (u64)threadIdx.x * SCAN_PER_THREAD;
+#pragma unroll
+        for (int k = 0; k < SCAN_PER_THREAD; k++) {
+            if (mine + k < tiles) tile_sums[mine + k] = prefix;
+            prefix += run[k];
+        }
+        carry += total;
+    }
+    if (threadIdx.x == 0) counters[0] = carry;
+}
+
+// cursors[k] = counts[0] + ... + counts[k - 1]: where bucket k's entries start.
+extern "C" __global__ void msm_scan_apply(const u32* counts, u32 keys, const u32* tile_offsets,
+                                          u32* cursors) {
+    u32 run[SCAN_PER_THREAD];
+    u64 tile_first = (u64)blockIdx.x * SCAN_TILE;
+    load_run(counts, keys, tile_first, run);
+    u32 local = 0, total;
+#pragma unroll
+    for (int k = 0; k < SCAN_PER_THREAD; k++) local += run[k];
+    u32 prefix = tile_offsets[blockIdx.x] + block_exclusive_scan(local, total);
+    u64 mine = tile_first + (u64)threadIdx.x * SCAN_PER_THREAD;
+#pragma unroll
+    for (int k = 0; k < SCAN_PER_THREAD; k++) {
+        if (mine + k < keys) cursors[mine + k] = prefix;
+        prefix += run[k];
+    }
+}
+
+// Places every nonzero digit's point reference at its bucket's cursor.
+extern "C" __global__ void msm_scatter_digits(const u32* scalars, DigitLayout layout,
+                                              u32* cursors, u32* sorted_keys, u32* sorted_points) {
+    u32 lane = threadIdx.x % 32;
+    u32 lanes_below = (1u << lane) - 1;
+    for (u64 base = global_thread_index() - lane; base < layout.n; base += grid_thread_count()) {
+        u64 i = base + lane;
+        bool live = i < layout.n;
+        u32 s[FR_LIMBS];
+#pragma unroll
+        for (int j = 0; j < FR_LIMBS; j++) s[j] = live ? scalars[i * FR_LIMBS + j] : 0;
+        u32 carry = 0;
+        for (u32 w = 0; w < layout.windows; w++) {
+            int d = next_digit(s, w, layout.window_bits, carry);
+            u32 key = (live && d != 0) ? w * layout.key_stride + (u32)abs(d) - 1 : NO_KEY;
+            u32 peers = __match_any_sync(FULL_MASK, key);
+            u32 leader = __ffs(peers) - 1;
+            u32 slot = 0;
+            if (key != NO_KEY && lane == leader) slot = atomicAdd(&cursors[key], (u32)__popc(peers));
+            slot = __shfl_sync(FULL_MASK, slot, leader) + __popc(peers & lanes_below);
+            if (key != NO_KEY) {
+                sorted_keys[slot] = key;
+                sorted_points[slot] = (u32)(w * layout.point_stride + layout.first + i) |
+                                      (d < 0 ? NEGATIVE_BIT : 0u);
+            }
+        }
+    }
+}
+
+__device__ __forceinline__ Affine load_entry(const Affine* bases, const u32* refs, u32 e) {
+    u32 ref = refs[e];
+    Affine p = bases[ref & ~NEGATIVE_BIT];
+    return (ref & NEGATIVE_BIT) ? affine_neg(p) : p;
+}
+
+__device__ __forceinline__ Xyzz load_entry(const Xyzz* partials, const u32*, u32 e) {
+    return partials[e];
+}
+
+__device__ __forceinline__ Xyzz start_run(const Affine& p) { return xyzz_from_affine(p); }
+__device__ __forceinline__ Xyzz start_run(const Xyzz& p) { return p; }
+__device__ __forceinline__ Xyzz extend_run(const Xyzz& acc, const Affine& p) {
+    return xyzz_add_affine(acc, p);
+}
+__device__ __forceinline__ Xyzz extend_run(const Xyzz& acc, const Xyzz& p) {
+    return xyzz_add(acc, p);
+}
+
+// One pass of the segmented reduction by key, over counters[pass] entries (it sets
+// counters[pass + 1] to the next pass's entries, 0 after the last). Thread t sums entries
+// [t * per_segment, (t + 1) * per_segment) run by run (a run: consecutive equal keys). Runs
+// strictly inside the segment hold all of their key's entries: they go to `buckets`. With
+// more than one segment, the first and last runs may continue in the neighbours: they go to
+// out_keys/out_points[2t] and [2t + 1] (a segment of one run pads with infinity), which stay
+// sorted by key, ready for the next pass.
+template <typename Input>
+__device__ void accumulate(const Input* inputs, const u32* refs, const u32* keys,
+                           u32* counters, u32 pass, u32 per_segment, Xyzz* buckets,
+                           u32* out_keys, Xyzz* out_points) {
+    u32 entries = counters[pass];
+    u32 segments = (entries + per_segment - 1) / per_segment;
+    u64 t = global_thread_index();
+    if (t == 0) counters[pass + 1] = segments > 1 ? 2 * segments : 0;
+    if (t >= segments) return;
+    u32 start = (u32)t * per_segment;
+    u32 end = min(start + per_segment, entries);
+    u32 key = keys[start];
+    Xyzz acc = start_run(load_entry(inputs, refs, start));
+    bool first_run = true;
+    for (u32 e = start + 1; e < end; e++) {
+        u32 next = keys[e];
+        if (next != key) {
+            if (first_run && segments > 1) {
+                out_keys[2 * t] = key;
+                out_points[2 * t] = acc;
+            } else {
+                buckets[key] = acc;
+            }
+            first_run = false;
+            key = next;
+            acc = start_run(load_entry(inputs, refs, e));
+        } else {
+            acc = extend_run(acc, load_entry(inputs, refs, e));
+        }
+    }
+    if (segments == 1) {
+        buckets[key] = acc;
+    } else if (first_run) {
+        out_keys[2 * t] = key;
+        out_points[2 * t] = acc;
+        out_keys[2 * t + 1] = key;
+        out_points[2 * t + 1] = xyzz_infinity();
+    } else {
+        out_keys[2 * t + 1] = key;
+        out_points[2 * t + 1] = acc;
+    }
+}
+
+// The first pass: entries are point references into the affine bases.
+extern "C" __global__ void msm_accumulate_affine(const Affine* bases, const u32* refs,
+                                                 const u32* keys, u32* counters,
+                                                 u32 per_segment, Xyzz* buckets,
+                                                 u32* out_keys, Xyzz* out_points) {
+    accumulate<Affine>(bases, refs, keys, counters, 0, per_segment, buckets, out_keys,
+                       out_points);
+}
+
+// Later passes: entries are the partial sums of the pass before.
+extern "C" __global__ void msm_accumulate_xyzz(const Xyzz* partials, const u32* keys,
+                                               u32* counters, u32 pass, u32 per_segment,
+                                               Xyzz* buckets, u32* out_keys, Xyzz* out_points) {
+    accumulate<Xyzz>(partials, nullptr, keys, counters, pass, per_segment, buckets, out_keys,
+                     out_points);
+}
+
+// Thread (window w, group g) of `windows * groups`: with L = buckets / groups buckets per
+// group, sum_{b in group} (b + 1) * B_b = running-sum total + g * L * (sum of the group).
+extern "C" __global__ void msm_bucket_reduce(const Xyzz* buckets, u32 buckets_per_window,
+                                             u32 windows, u32 groups, Xyzz* group_sums) {
+    u64 t = global_thread_index();
+    if (t >= (u64)windows * groups) return;
+    u32 window = (u32)(t / groups), group = (u32)(t % groups);
+    u32 size = buckets_per_window / groups;
+    const Xyzz* b = buckets + (u64)window * buckets_per_window + (u64)group * size;
+    Xyzz running = xyzz_infinity(), total = xyzz_infinity();
+    for (int k = (int)size - 1; k >= 0; k--) {
+        running = xyzz_add(running, b[k]);
+        total = xyzz_add(total, running);
+    }
+    group_sums[t] = xyzz_add(total, xyzz_mul_small(running, group * size));
+}
+
+// out[w * (groups / fan_in) + g] = sum of in[w * groups + g * fan_in ..][.. fan_in].
+extern "C" __global__ void msm_sum_groups(const Xyzz* in, u32 windows, u32 groups, u32 fan_in,
+                                          Xyzz* out) {
+    u32 out_groups = groups / fan_in;
+    u64 t = global_thread_index();
+    if (t >= (u64)windows * out_groups) return;
+    u32 window = (u32)(t / out_groups), group = (u32)(t % out_groups);
+    const Xyzz* src = in + (u64)window * groups + (u64)group * fan_in;
+    Xyzz acc = src[0];
+    for (u32 k = 1; k < fan_in; k++) acc = xyzz_add(acc, src[k]);
+    out[t] = acc;
+}
+
+// result = sum_j 2^(c j) * window_sums[j] by Horner's rule. One thread.
+extern "C" __global__ void msm_combine_windows(const Xyzz* window_sums, u32 windows, u32 c,
+                                               Xyzz* result) {
+    if (global_thread_index() != 0) return;
+    Xyzz acc = window_sums[windows - 1];
+    for (int w = (int)windows - 2; w >= 0; w--) {
+        for (u32 k = 0; k < c; k++) acc = xyzz_double(acc);
+        acc = xyzz_add(acc, window_sums[w]);
+    }
+    *result = acc;
+}
+
+// bases[j * n + i] = 2^(c j) * bases[i] for j = 1 .. windows - 1, in affine form.
+extern "C" __global__ void msm_precompute_shifted(Affine* bases, u64 n, u32 c, u32 windows) {
+    for (u64 i = global_thread_index(); i < n; i += grid_thread_count()) {
+        Xyzz p = xyzz_from_affine(bases[i]);
+        for (u32 j = 1; j < windows; j++) {
+            for (u32 k = 0; k < c; k++) p = xyzz_double(p);
+            Affine a = xyzz_to_affine(p);
+            bases[(u64)j * n + i] = a;
+            p = xyzz_from_affine(a);
+        }
+    }
+}

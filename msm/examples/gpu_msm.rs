@@ -1,0 +1,90 @@
+//! Times MSMs on the GPU: `cargo run --release -p msm --example gpu_msm -- [LOG2_POINTS]
+//! [shifted|unshifted] [WINDOW_BITS]`, checked against the CPU backend up to 2^20 points.
+//! Prints the time of context creation (upload and shifted copies), of an MSM with the scalar
+//! upload, and of an MSM from scalars already on the GPU (the median of 5 runs each).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::{Duration, Instant};
+
+use ark_bls12_381::{Fr, G1Affine, G1Projective};
+use ark_ec::{CurveGroup, PrimeGroup};
+use ark_ff::UniformRand;
+use ark_std::rand::{SeedableRng, rngs::StdRng};
+use msm::{ContextOptions, Cpu, Cuda, MsmBackend};
+use rayon::prelude::*;
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let log: u32 = args
+        .first()
+        .map_or(20, |a| a.parse().expect("log2 of the points"));
+    let shifted_bases = args.get(1).is_none_or(|a| a != "unshifted");
+    let window_bits = args.get(2).map(|a| a.parse().expect("window bits"));
+    let n = 1usize << log;
+
+    // Bases (k + i) * G from parallel chunks of additions; uniform scalars.
+    let mut rng = StdRng::seed_from_u64(1);
+    let k = Fr::rand(&mut rng);
+    let g = G1Projective::generator();
+    let projective: Vec<G1Projective> = (0..n.div_ceil(4096))
+        .into_par_iter()
+        .flat_map_iter(|c| {
+            let start = g * (k + Fr::from((c * 4096) as u64));
+            std::iter::successors(Some(start), move |p| Some(*p + g)).take(4096.min(n - c * 4096))
+        })
+        .collect();
+    let bases: Vec<G1Affine> = G1Projective::normalize_batch(&projective);
+    let scalars: Vec<Fr> = (0..n).map(|_| Fr::rand(&mut rng)).collect();
+
+    let gpu = Cuda::new().unwrap();
+    let options = ContextOptions {
+        window_bits,
+        shifted_bases,
+        scratch_points: None,
+    };
+    let start = Instant::now();
+    let context = gpu.context(&bases, options).unwrap();
+    let made = start.elapsed();
+    let sum = context.msm(&scalars).unwrap();
+    if log <= 20 {
+        assert_eq!(
+            sum,
+            Cpu::new().msm(&bases, &scalars).unwrap(),
+            "GPU differs from CPU"
+        );
+    }
+    let with_upload = median(
+        (0..5)
+            .map(|_| {
+                let start = Instant::now();
+                assert_eq!(context.msm(&scalars).unwrap(), sum);
+                start.elapsed()
+            })
+            .collect(),
+    );
+    let device = context.upload_scalars(&scalars).unwrap();
+    let resident = median(
+        (0..5)
+            .map(|_| {
+                let start = Instant::now();
+                assert_eq!(context.msm_device(&device).unwrap(), sum);
+                start.elapsed()
+            })
+            .collect(),
+    );
+    println!(
+        "2^{log} points, c = {}, shifted {shifted_bases}: context {made:.2?}, msm {with_upload:.2?} \
+         with scalar upload, {resident:.2?} resident{}",
+        context.window_bits(),
+        if log <= 20 {
+            " (checked against the CPU)"
+        } else {
+            ""
+        }
+    );
+}

@@ -1,0 +1,845 @@
+//! The CUDA backend: the kernels of `kernels/cuda/msm.cu` (field and curve arithmetic in
+//! `kernels/cuda/bls12_381.cuh`), run through `kernels`.
+//!
+//! Everything from the scalars to the sum runs on the device, per scalar vector:
+//!
+//! 1. arkworks' Montgomery-form scalars become plain integers;
+//! 2. each scalar is cut into signed `c`-bit digits (in `[-2^(c-1), 2^(c-1)]`);
+//! 3. a counting sort groups the nonzero digits by bucket (window and `|digit|`); equal keys
+//!    in a warp share one atomic, so skewed scalars do not serialize on one counter;
+//! 4. a segmented reduction sums each bucket: every thread adds a fixed number of sorted
+//!    entries with XYZZ + affine additions, so a bucket holding every point costs no more
+//!    than even buckets; sums that cross thread boundaries are combined in further passes;
+//! 5. each window's buckets are reduced to `sum_b (b + 1) B_b` by running sums over groups of
+//!    buckets, in parallel, and the groups are summed in a tree;
+//! 6. the windows are combined as `sum_j 2^(c j) W_j`.
+//!
+//! Step 6 disappears with shifted bases ([`ContextOptions::shifted_bases`]): the context then
+//! keeps `2^(c j) P_i` for every window `j` on the device, so every digit of every window
+//! lands in one shared set of `2^(c-1)` buckets. That buys wide windows (fewer additions)
+//! for memory (one copy of the bases per window), computed once on the device when the
+//! context is made.
+//!
+//! Bases are stored as arkworks stores them (Montgomery form with `R = 2^384`), so they cross
+//! to the device without conversion; the point at infinity is stored as `(0, 0)`.
+
+#![allow(unsafe_code)]
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use ark_ff::{BigInt, Field, Zero};
+use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, ValidAsZeroBits, source};
+use rayon::prelude::*;
+
+use crate::error::Error;
+use crate::{Fr, G1Affine, G1Projective, MsmBackend, check_batch, check_lengths};
+
+/// The widest window the GPU path takes: digit keys and the bucket count stay in range.
+pub const MAX_GPU_WINDOW_BITS: u32 = 24;
+/// Threads per block of the scan kernels and counts each scans (`SCAN_THREADS`,
+/// `SCAN_TILE` in msm.cu).
+const SCAN_THREADS: u32 = 1024;
+const SCAN_TILE: u64 = 4096;
+/// Threads per block of the per-point kernels.
+const THREADS: u32 = 128;
+/// Entries summed by one thread in the reduction passes after the first.
+const LATER_PASS_SEGMENT: u32 = 8;
+/// Group sums added by one thread per tree level.
+const SUM_FAN_IN: u32 = 8;
+/// About this many threads reduce the buckets (enough to fill the GPU a few times).
+const REDUCE_THREADS: u64 = 1 << 17;
+/// Device memory left free for the driver and other work.
+const RESERVED_BYTES: usize = 256 << 20;
+/// The largest number of digit entries one chunk may hold (point references are 31-bit).
+const MAX_ENTRIES: u64 = 1 << 31;
+
+type Limbs = [u64; 6];
+
+/// An affine point as the kernels store it (`struct Affine` in bls12_381.cuh).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct DeviceAffine {
+    x: Limbs,
+    y: Limbs,
+}
+
+/// A point in XYZZ coordinates as the kernels store it (`struct Xyzz`); infinity has `zz = 0`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct DeviceXyzz {
+    x: Limbs,
+    y: Limbs,
+    zz: Limbs,
+    zzz: Limbs,
+}
+
+/// How scalars are cut into digits and where the digits go (`struct DigitLayout` in msm.cu).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct DigitLayout {
+    n: u64,
+    first: u64,
+    window_bits: u32,
+    windows: u32,
+    key_stride: u32,
+    point_stride: u32,
+}
+
+// SAFETY: `#[repr(C)]` structs of u64 limbs, laid out as `Affine` and `Xyzz` in
+// bls12_381.cuh; the kernels accept every bit pattern they are given from these types.
+unsafe impl DeviceRepr for DeviceAffine {}
+// SAFETY: all-zero bits are the point at infinity.
+unsafe impl ValidAsZeroBits for DeviceAffine {}
+// SAFETY: as above.
+unsafe impl DeviceRepr for DeviceXyzz {}
+// SAFETY: all-zero bits are a point with `zz = 0`: infinity.
+unsafe impl ValidAsZeroBits for DeviceXyzz {}
+// SAFETY: a `#[repr(C)]` struct of integers laid out as `DigitLayout` in msm.cu.
+unsafe impl DeviceRepr for DigitLayout {}
+
+impl DeviceAffine {
+    fn from_arkworks(point: &G1Affine) -> Self {
+        if point.infinity {
+            return Self::default();
+        }
+        Self {
+            x: point.x.0.0,
+            y: point.y.0.0,
+        }
+    }
+}
+
+impl DeviceXyzz {
+    /// The point as arkworks' projective type (`x = X / ZZ`, `y = Y / ZZZ`).
+    fn to_arkworks(self) -> G1Projective {
+        let field = |limbs: Limbs| ark_bls12_381::Fq::new_unchecked(BigInt(limbs));
+        let (zz, zzz) = (field(self.zz), field(self.zzz));
+        let Some(zzz_inv) = zzz.inverse() else {
+            return G1Projective::zero();
+        };
+        // ZZ^3 = ZZZ^2, so ZZ^-1 = ZZZ^-2 * ZZ^2.
+        let zz_inv = zzz_inv.square() * zz.square();
+        G1Affine::new_unchecked(field(self.x) * zz_inv, field(self.y) * zzz_inv).into()
+    }
+}
+
+/// How a context runs its MSMs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ContextOptions {
+    /// Window width in bits; `None` picks one for the number of points.
+    pub window_bits: Option<u32>,
+    /// Keep `2^(c j) P_i` for every window `j` on the device (one copy of the bases per
+    /// window), so that all windows share one set of buckets and need no combining. Costs
+    /// `ceil(256 / c)` times the memory of the bases and a one-time precomputation.
+    pub shifted_bases: bool,
+    /// The most scalars one pass through the device scratch memory takes (the sort and the
+    /// partial sums need about 300 bytes per scalar); `None` takes as many as fit. Larger
+    /// MSMs run in several passes whose sums are added.
+    pub scratch_points: Option<usize>,
+}
+
+/// The window width the GPU path uses for `points` points: the one that minimizes bucket
+/// additions plus about three additions per bucket for the reduction.
+pub fn default_gpu_window_bits(points: usize, shifted_bases: bool) -> u32 {
+    let n = points as f64;
+    (4..=22u32)
+        .min_by(|&a, &b| {
+            let cost = |c: u32| {
+                let windows = f64::from(window_count(c));
+                let bucket_sets = if shifted_bases { 1.0 } else { windows };
+                n * windows + 3.0 * bucket_sets * f64::from(1u32 << (c - 1))
+            };
+            cost(a).total_cmp(&cost(b))
+        })
+        .unwrap_or(16)
+}
+
+/// Windows of `c` bits that cover a 255-bit scalar in signed digits (the top digit absorbs
+/// the last carry).
+fn window_count(c: u32) -> u32 {
+    256u32.div_ceil(c)
+}
+
+/// The MSM kernels, loaded on one GPU.
+#[derive(Debug, Clone)]
+struct Kernels {
+    scalars_canonical: Kernel,
+    count_digits: Kernel,
+    scan_tiles: Kernel,
+    scan_tile_sums: Kernel,
+    scan_apply: Kernel,
+    scatter_digits: Kernel,
+    accumulate_affine: Kernel,
+    accumulate_xyzz: Kernel,
+    bucket_reduce: Kernel,
+    sum_groups: Kernel,
+    combine_windows: Kernel,
+    precompute_shifted: Kernel,
+}
+
+impl Kernels {
+    fn load(gpu: &Gpu) -> Result<Self, Error> {
+        let kernel = |name: &str| gpu.kernel(&source::MSM, name);
+        Ok(Self {
+            scalars_canonical: kernel("msm_scalars_canonical")?,
+            count_digits: kernel("msm_count_digits")?,
+            scan_tiles: kernel("msm_scan_tiles")?,
+            scan_tile_sums: kernel("msm_scan_tile_sums")?,
+            scan_apply: kernel("msm_scan_apply")?,
+            scatter_digits: kernel("msm_scatter_digits")?,
+            accumulate_affine: kernel("msm_accumulate_affine")?,
+            accumulate_xyzz: kernel("msm_accumulate_xyzz")?,
+            bucket_reduce: kernel("msm_bucket_reduce")?,
+            sum_groups: kernel("msm_sum_groups")?,
+            combine_windows: kernel("msm_combine_windows")?,
+            precompute_shifted: kernel("msm_precompute_shifted")?,
+        })
+    }
+}
+
+/// The CUDA backend on one GPU. Kernels are compiled (or read from the cache) when it is made.
+///
+/// [`MsmBackend::msm`] uploads the bases for each call; to serve many MSMs over the same
+/// bases, make an [`MsmContext`] with [`Cuda::context`].
+///
+/// ```no_run
+/// use ark_ec::{CurveGroup, PrimeGroup};
+/// use msm::{ContextOptions, Cuda, Fr, G1Affine, G1Projective, MsmBackend};
+///
+/// # fn main() -> Result<(), msm::Error> {
+/// let g = G1Projective::generator();
+/// let bases: Vec<G1Affine> = (1..=1000u64).map(|k| (g * Fr::from(k)).into_affine()).collect();
+/// let scalars: Vec<Fr> = (1..=1000u64).map(Fr::from).collect();
+///
+/// let gpu = Cuda::new()?;
+/// let once = gpu.msm(&bases, &scalars)?;
+///
+/// // Bases resident on the GPU, with one shifted copy per window.
+/// let options = ContextOptions { shifted_bases: true, ..ContextOptions::default() };
+/// let context = gpu.context(&bases, options)?;
+/// assert_eq!(context.msm(&scalars)?, once);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Cuda {
+    gpu: Arc<Gpu>,
+    kernels: Arc<Kernels>,
+    upload_limit: Option<usize>,
+}
+
+impl Cuda {
+    /// The backend on the first visible GPU.
+    pub fn new() -> Result<Self, Error> {
+        Self::on(Gpu::first()?)
+    }
+
+    /// The backend on a GPU handle the caller opened (to pick a device or share one).
+    pub fn on(gpu: Arc<Gpu>) -> Result<Self, Error> {
+        let kernels = Arc::new(Kernels::load(&gpu)?);
+        Ok(Self {
+            gpu,
+            kernels,
+            upload_limit: None,
+        })
+    }
+
+    /// The same backend, uploading at most `points` bases at a time in
+    /// [`MsmBackend::msm`] and [`MsmBackend::msm_batch`] (by default as many as fit in the
+    /// free GPU memory); the sums of the chunks are added on the host.
+    pub fn with_upload_limit(mut self, points: usize) -> Self {
+        self.upload_limit = Some(points.max(1));
+        self
+    }
+
+    /// The GPU this backend runs on.
+    pub fn gpu(&self) -> &Arc<Gpu> {
+        &self.gpu
+    }
+
+    /// Uploads `bases` once (and computes their shifted copies if asked) for many MSMs.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Empty`] for no bases, [`Error::InvalidWindow`] for a window outside
+    /// `1..=MAX_GPU_WINDOW_BITS`, [`Error::BasesTooLarge`] when the bases (with their copies)
+    /// do not fit in the GPU's free memory, [`Error::Gpu`] when the GPU fails.
+    pub fn context(
+        &self,
+        bases: &[G1Affine],
+        options: ContextOptions,
+    ) -> Result<MsmContext, Error> {
+        MsmContext::new(self.clone(), bases, options)
+    }
+
+    /// The most bases a context without shifted copies can hold in the free memory now,
+    /// leaving room for the scratch of its MSMs (or the upload limit, if lower).
+    fn bases_that_fit(&self) -> Result<usize, Error> {
+        let free = self.gpu.free_memory()?.saturating_sub(RESERVED_BYTES);
+        // Bases plus, with c = 16, about 300 bytes of scratch per point.
+        let fit = (free / (size_of::<DeviceAffine>() + 300)).max(1);
+        Ok(fit.min(self.upload_limit.unwrap_or(usize::MAX)))
+    }
+}
+
+impl MsmBackend for Cuda {
+    fn name(&self) -> String {
+        format!("cuda: {}", self.gpu.info().name)
+    }
+
+    fn msm(&self, bases: &[G1Affine], scalars: &[Fr]) -> Result<G1Projective, Error> {
+        check_lengths(bases.len(), scalars.len())?;
+        Ok(self.msm_batch(bases, &[scalars])?[0])
+    }
+
+    /// Uploads the bases once for the whole batch (in chunks when they do not fit).
+    fn msm_batch(
+        &self,
+        bases: &[G1Affine],
+        scalar_sets: &[&[Fr]],
+    ) -> Result<Vec<G1Projective>, Error> {
+        check_batch(bases.len(), scalar_sets)?;
+        let mut sums = vec![G1Projective::zero(); scalar_sets.len()];
+        if scalar_sets.is_empty() {
+            return Ok(sums);
+        }
+        let chunk = self.bases_that_fit()?;
+        for start in (0..bases.len()).step_by(chunk) {
+            let end = (start + chunk).min(bases.len());
+            let context = self.context(&bases[start..end], ContextOptions::default())?;
+            for (sum, scalars) in sums.iter_mut().zip(scalar_sets) {
+                *sum += context.msm(&scalars[start..end])?;
+            }
+        }
+        Ok(sums)
+    }
+}
+
+/// Bases resident on one GPU, serving many MSMs over them. Made by [`Cuda::context`].
+///
+/// Scratch memory for the digit sort and the buckets is allocated at the first MSM and kept;
+/// MSMs on one context run one at a time.
+#[derive(Debug)]
+pub struct MsmContext {
+    cuda: Cuda,
+    /// The bases, then (with shifted bases) `2^(c j)` times them for each window `j >= 1`.
+    bases: DeviceBuffer<DeviceAffine>,
+    points: usize,
+    window_bits: u32,
+    windows: u32,
+    shifted_bases: bool,
+    scratch_points: Option<usize>,
+    scratch: Mutex<Option<Scratch>>,
+}
+
+/// Scalars that are already on the device, ready for [`MsmContext::msm_device`].
+#[derive(Debug)]
+pub struct DeviceScalars {
+    /// Four u64 limbs per scalar, arkworks' Montgomery form.
+    limbs: DeviceBuffer<u64>,
+}
+
+impl DeviceScalars {
+    /// Number of scalars.
+    pub fn len(&self) -> usize {
+        self.limbs.len() / 4
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.limbs.is_empty()
+    }
+}
+
+impl MsmContext {
+    fn new(cuda: Cuda, bases: &[G1Affine], options: ContextOptions) -> Result<Self, Error> {
+        if bases.is_empty() {
+            return Err(Error::Empty);
+        }
+        let window_bits = options
+            .window_bits
+            .unwrap_or_else(|| default_gpu_window_bits(bases.len(), options.shifted_bases));
+        if !(1..=MAX_GPU_WINDOW_BITS).contains(&window_bits) {
+            return Err(Error::InvalidWindow {
+                bits: window_bits,
+                max: MAX_GPU_WINDOW_BITS,
+            });
+        }
+        let windows = window_count(window_bits);
+        let copies = if options.shifted_bases { windows } else { 1 } as usize;
+        let len = bases.len() * copies;
+        let bytes = len * size_of::<DeviceAffine>();
+        let free = cuda.gpu.free_memory()?;
+        if bytes.saturating_add(RESERVED_BYTES) > free
+            || (options.shifted_bases && len as u64 >= MAX_ENTRIES)
+        {
+            return Err(Error::BasesTooLarge {
+                points: bases.len(),
+                copies,
+                bytes,
+                free,
+            });
+        }
+        let host: Vec<DeviceAffine> = bases.par_iter().map(DeviceAffine::from_arkworks).collect();
+        let mut device = cuda.gpu.alloc_zeroed(len)?;
+        device.copy_from_host(&host)?;
+        if options.shifted_bases {
+            precompute_shifted(&cuda, &mut device, bases.len(), window_bits, windows)?;
+        }
+        Ok(Self {
+            cuda,
+            bases: device,
+            points: bases.len(),
+            window_bits,
+            windows,
+            shifted_bases: options.shifted_bases,
+            scratch_points: options.scratch_points.map(|points| points.max(1)),
+            scratch: Mutex::new(None),
+        })
+    }
+
+    /// Number of bases.
+    pub fn len(&self) -> usize {
+        self.points
+    }
+
+    /// Whether there are no bases (never: a context holds at least one).
+    pub fn is_empty(&self) -> bool {
+        self.points == 0
+    }
+
+    /// The window width in bits.
+    pub fn window_bits(&self) -> u32 {
+        self.window_bits
+    }
+
+    /// Whether the context keeps shifted copies of the bases.
+    pub fn has_shifted_bases(&self) -> bool {
+        self.shifted_bases
+    }
+
+    /// The backend this context runs on.
+    pub fn cuda(&self) -> &Cuda {
+        &self.cuda
+    }
+
+    /// `sum_i scalars[i] * bases[i]`, uploading the scalars.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LengthMismatch`] when `scalars` and the bases differ in length,
+    /// [`Error::Gpu`] when the GPU fails.
+    pub fn msm(&self, scalars: &[Fr]) -> Result<G1Projective, Error> {
+        check_lengths(self.points, scalars.len())?;
+        let device = self.upload_scalars(scalars)?;
+        self.msm_device(&device)
+    }
+
+    /// One MSM per scalar set over the context's bases.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BatchLengthMismatch`] when a set's length differs from the bases', otherwise
+    /// as [`MsmContext::msm`].
+    pub fn msm_batch(&self, scalar_sets: &[&[Fr]]) -> Result<Vec<G1Projective>, Error> {
+        check_batch(self.points, scalar_sets)?;
+        scalar_sets
+            .iter()
+            .map(|scalars| self.msm(scalars))
+            .collect()
+    }
+
+    /// Copies scalars to the device for [`MsmContext::msm_device`] (to time the MSM without
+    /// the transfer, or to reuse scalars).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Gpu`] when the GPU memory or the copy fails.
+    pub fn upload_scalars(&self, scalars: &[Fr]) -> Result<DeviceScalars, Error> {
+        let limbs: Vec<u64> = scalars.par_iter().flat_map_iter(|s| s.0.0).collect();
+        Ok(DeviceScalars {
+            limbs: self.cuda.gpu.upload(&limbs)?,
+        })
+    }
+
+    /// `sum_i scalars[i] * bases[i]` for scalars already on the device.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LengthMismatch`] when the scalars and the bases differ in length,
+    /// [`Error::Gpu`] when the GPU fails.
+    pub fn msm_device(&self, scalars: &DeviceScalars) -> Result<G1Projective, Error> {
+        check_lengths(self.points, scalars.len())?;
+        let mut guard = self.scratch.lock().unwrap_or_else(PoisonError::into_inner);
+        if guard.is_none() {
+            *guard = Some(Scratch::new(self)?);
+        }
+        let Some(scratch) = guard.as_mut() else {
+            unreachable!("scratch was just allocated")
+        };
+        let mut sum = G1Projective::zero();
+        for first in (0..self.points).step_by(scratch.chunk) {
+            let n = scratch.chunk.min(self.points - first);
+            sum += self.msm_chunk(scratch, &scalars.limbs, first, n)?;
+        }
+        Ok(sum)
+    }
+
+    /// The sum over scalars `first .. first + n` (already on the device).
+    fn msm_chunk(
+        &self,
+        scratch: &mut Scratch,
+        scalars: &DeviceBuffer<u64>,
+        first: usize,
+        n: usize,
+    ) -> Result<G1Projective, Error> {
+        let gpu = &self.cuda.gpu;
+        let kernels = &self.cuda.kernels;
+        let s = scratch;
+        let (first64, n64) = (first as u64, n as u64);
+        let buckets_per_window = 1u32 << (self.window_bits - 1);
+        let layout = DigitLayout {
+            n: n64,
+            first: first64,
+            window_bits: self.window_bits,
+            windows: self.windows,
+            key_stride: if self.shifted_bases {
+                0
+            } else {
+                buckets_per_window
+            },
+            point_stride: if self.shifted_bases {
+                self.points as u32
+            } else {
+                0
+            },
+        };
+        let per_scalar = Grid::cover(n64, THREADS);
+        s.counts.zero()?;
+        s.buckets.zero()?;
+        // SAFETY: for every launch below, the arguments match the kernel's parameters in
+        // msm.cu in number, order and layout. Bounds: `scalars` holds the context's `points`
+        // scalars and first + n <= points; `s.scalars` holds `chunk >= n` scalars; digit
+        // keys are below `s.keys` (the length of counts, cursors and buckets); at most
+        // n * windows <= `s.entries` digits are scattered; pass p writes at most
+        // 2 * `s.segments[p]` partials, which fit its output buffer (sized in Scratch::new);
+        // the reduction kernels index windows * groups group sums.
+        unsafe {
+            gpu.launch(&kernels.scalars_canonical, per_scalar)
+                .buffer(scalars)
+                .value(&first64)
+                .value(&n64)
+                .buffer_mut(&mut s.scalars)
+                .run()?;
+            gpu.launch(&kernels.count_digits, per_scalar)
+                .buffer(&s.scalars)
+                .value(&layout)
+                .buffer_mut(&mut s.counts)
+                .run()?;
+            let tiles = s.tile_sums.len() as u32;
+            let scan = Grid {
+                blocks: tiles,
+                threads: SCAN_THREADS,
+                shared_bytes: 0,
+            };
+            gpu.launch(&kernels.scan_tiles, scan)
+                .buffer(&s.counts)
+                .value(&s.keys)
+                .buffer_mut(&mut s.tile_sums)
+                .run()?;
+            gpu.launch(&kernels.scan_tile_sums, Grid { blocks: 1, ..scan })
+                .buffer_mut(&mut s.tile_sums)
+                .value(&tiles)
+                .buffer_mut(&mut s.counters)
+                .run()?;
+            gpu.launch(&kernels.scan_apply, scan)
+                .buffer(&s.counts)
+                .value(&s.keys)
+                .buffer(&s.tile_sums)
+                .buffer_mut(&mut s.cursors)
+                .run()?;
+            gpu.launch(&kernels.scatter_digits, per_scalar)
+                .buffer(&s.scalars)
+                .value(&layout)
+                .buffer_mut(&mut s.cursors)
+                .buffer_mut(&mut s.sorted_keys)
+                .buffer_mut(&mut s.sorted_refs)
+                .run()?;
+            gpu.launch(
+                &kernels.accumulate_affine,
+                Grid::cover(s.segments[0], THREADS),
+            )
+            .buffer(&self.bases)
+            .buffer(&s.sorted_refs)
+            .buffer(&s.sorted_keys)
+            .buffer_mut(&mut s.counters)
+            .value(&s.first_segment)
+            .buffer_mut(&mut s.buckets)
+            .buffer_mut(&mut s.partial_keys[0])
+            .buffer_mut(&mut s.partial_points[0])
+            .run()?;
+            for pass in 1..s.segments.len() {
+                let pass32 = pass as u32;
+                let (input, output) =
+                    partials_for_pass(&mut s.partial_keys, &mut s.partial_points, pass);
+                gpu.launch(
+                    &kernels.accumulate_xyzz,
+                    Grid::cover(s.segments[pass], THREADS),
+                )
+                .buffer(input.1)
+                .buffer(input.0)
+                .buffer_mut(&mut s.counters)
+                .value(&pass32)
+                .value(&LATER_PASS_SEGMENT)
+                .buffer_mut(&mut s.buckets)
+                .buffer_mut(output.0)
+                .buffer_mut(output.1)
+                .run()?;
+            }
+            let sets = s.bucket_sets;
+            gpu.launch(
+                &kernels.bucket_reduce,
+                Grid::cover(u64::from(sets) * u64::from(s.groups), THREADS),
+            )
+            .buffer(&s.buckets)
+            .value(&buckets_per_window)
+            .value(&sets)
+            .value(&s.groups)
+            .buffer_mut(&mut s.group_sums[0])
+            .run()?;
+            let mut groups = s.groups;
+            let mut current = 0;
+            while groups > 1 {
+                let fan_in = SUM_FAN_IN.min(groups);
+                let (input, output) = s.group_sums.split_at_mut(1);
+                let (input, output) = if current == 0 {
+                    (&input[0], &mut output[0])
+                } else {
+                    (&output[0], &mut input[0])
+                };
+                gpu.launch(
+                    &kernels.sum_groups,
+                    Grid::cover(u64::from(sets * (groups / fan_in)), THREADS),
+                )
+                .buffer(input)
+                .value(&sets)
+                .value(&groups)
+                .value(&fan_in)
+                .buffer_mut(output)
+                .run()?;
+                groups /= fan_in;
+                current = 1 - current;
+            }
+            if !self.shifted_bases {
+                gpu.launch(&kernels.combine_windows, Grid::cover(1, 32))
+                    .buffer(&s.group_sums[current])
+                    .value(&self.windows)
+                    .value(&self.window_bits)
+                    .buffer_mut(&mut s.result)
+                    .run()?;
+            } else {
+                let mut sum = [DeviceXyzz::default()];
+                s.group_sums[current].copy_to_host(&mut sum)?;
+                return Ok(sum[0].to_arkworks());
+            }
+        }
+        let mut sum = [DeviceXyzz::default()];
+        s.result.copy_to_host(&mut sum)?;
+        Ok(sum[0].to_arkworks())
+    }
+}
+
+/// Computes `2^(c j) P_i` for every window `j >= 1` into the copies after the `n` bases.
+fn precompute_shifted(
+    cuda: &Cuda,
+    bases: &mut DeviceBuffer<DeviceAffine>,
+    n: usize,
+    window_bits: u32,
+    windows: u32,
+) -> Result<(), Error> {
+    let n = n as u64;
+    // SAFETY: arguments match `msm_precompute_shifted(Affine*, u64, u32, u32)`; thread i
+    // reads base i and writes element j * n + i for j < windows, inside `bases`, which holds
+    // windows * n points.
+    unsafe {
+        cuda.gpu
+            .launch(&cuda.kernels.precompute_shifted, Grid::cover(n, THREADS))
+            .buffer_mut(bases)
+            .value(&n)
+            .value(&window_bits)
+            .value(&windows)
+            .run()?;
+    }
+    cuda.gpu.synchronize()?;
+    Ok(())
+}
+
+/// Device scratch memory for the MSMs of one context, sized for `chunk` scalars at a time.
+#[derive(Debug)]
+struct Scratch {
+    /// Scalars per chunk.
+    chunk: usize,
+    /// Bucket keys: bucket sets times `2^(c-1)`.
+    keys: u32,
+    /// Bucket sets: the windows, or one with shifted bases.
+    bucket_sets: u32,
+    /// Groups of buckets per set in the bucket reduction.
+    groups: u32,
+    /// Entries per thread in the first reduction pass.
+    first_segment: u32,
+    /// The most segments (threads) of each reduction pass.
+    segments: Vec<u64>,
+    scalars: DeviceBuffer<u64>,
+    counts: DeviceBuffer<u32>,
+    cursors: DeviceBuffer<u32>,
+    /// Sums of tiles of `SCAN_TILE` counts, then their offsets.
+    tile_sums: DeviceBuffer<u32>,
+    /// Entries of each reduction pass (`counters[p]`), written by the device.
+    counters: DeviceBuffer<u32>,
+    sorted_keys: DeviceBuffer<u32>,
+    sorted_refs: DeviceBuffer<u32>,
+    /// Partial sums of the reduction passes: pass p writes set p % 2.
+    partial_keys: [DeviceBuffer<u32>; 2],
+    partial_points: [DeviceBuffer<DeviceXyzz>; 2],
+    buckets: DeviceBuffer<DeviceXyzz>,
+    group_sums: [DeviceBuffer<DeviceXyzz>; 2],
+    result: DeviceBuffer<DeviceXyzz>,
+}
+
+/// A pass's input (keys, points) and output (keys, points) partial buffers.
+type PassBuffers<'a> = (
+    (&'a DeviceBuffer<u32>, &'a DeviceBuffer<DeviceXyzz>),
+    (&'a mut DeviceBuffer<u32>, &'a mut DeviceBuffer<DeviceXyzz>),
+);
+
+impl Scratch {
+    fn new(context: &MsmContext) -> Result<Self, Error> {
+        let gpu = &context.cuda.gpu;
+        let windows = u64::from(context.windows);
+        let bucket_sets = if context.shifted_bases {
+            1
+        } else {
+            context.windows
+        };
+        let buckets_per_set = 1u64 << (context.window_bits - 1);
+        let keys = u64::from(bucket_sets) * buckets_per_set;
+        // A power of two, so that groups split the buckets evenly and the group sums sum up
+        // in whole fan-ins.
+        let groups =
+            prev_power_of_two(REDUCE_THREADS / u64::from(bucket_sets)).clamp(1, buckets_per_set);
+        // Memory that does not grow with the chunk, then per scalar of a chunk.
+        let xyzz = size_of::<DeviceXyzz>() as u64;
+        let fixed = keys * (8 + xyzz) + 2 * u64::from(bucket_sets) * groups * xyzz;
+        // Scalars, sorted keys and references, and the first pass's partial sums.
+        let first_segment_for = |chunk: u64| ((chunk * windows) >> 18).clamp(2, 64);
+        let per_scalar =
+            |first_segment: u64| 32 + 8 * windows + 2 * windows * (4 + xyzz) / first_segment + 1;
+        let free = gpu.free_memory()?.saturating_sub(RESERVED_BYTES) as u64;
+        let room = free.saturating_sub(fixed);
+        let mut chunk = (context.points as u64)
+            .min(MAX_ENTRIES / windows - 1)
+            .min(context.scratch_points.unwrap_or(usize::MAX) as u64);
+        if chunk * per_scalar(first_segment_for(chunk)) > room {
+            chunk = (room / per_scalar(64)).clamp(1, chunk);
+        }
+        let entries = chunk * windows;
+        let first_segment = first_segment_for(chunk) as u32;
+        let mut segments = vec![entries.div_ceil(u64::from(first_segment))];
+        while let Some(&last) = segments.last().filter(|&&s| s > 1) {
+            segments.push((2 * last).div_ceil(u64::from(LATER_PASS_SEGMENT)));
+        }
+        let partials = |pass: usize| segments.get(pass).map_or(1, |s| 2 * s) as usize;
+        let u32s = |len: u64| gpu.alloc_zeroed::<u32>(len as usize);
+        let points = |len: u64| gpu.alloc_zeroed::<DeviceXyzz>(len as usize);
+        Ok(Self {
+            chunk: chunk as usize,
+            keys: keys as u32,
+            bucket_sets,
+            groups: groups as u32,
+            first_segment,
+            scalars: gpu.alloc_zeroed(4 * chunk as usize)?,
+            counts: u32s(keys)?,
+            cursors: u32s(keys)?,
+            tile_sums: u32s(keys.div_ceil(SCAN_TILE))?,
+            counters: u32s(segments.len() as u64 + 1)?,
+            sorted_keys: u32s(entries)?,
+            sorted_refs: u32s(entries)?,
+            partial_keys: [u32s(partials(0) as u64)?, u32s(partials(1) as u64)?],
+            partial_points: [points(partials(0) as u64)?, points(partials(1) as u64)?],
+            buckets: points(keys)?,
+            group_sums: [
+                points(u64::from(bucket_sets) * groups)?,
+                points((u64::from(bucket_sets) * groups).div_ceil(2))?,
+            ],
+            result: points(1)?,
+            segments,
+        })
+    }
+}
+
+/// The largest power of two at most `x` (1 for 0).
+fn prev_power_of_two(x: u64) -> u64 {
+    if x == 0 { 1 } else { 1 << x.ilog2() }
+}
+
+/// Pass `pass >= 1` reads the partials pass `pass - 1` wrote and writes the other set.
+fn partials_for_pass<'a>(
+    keys: &'a mut [DeviceBuffer<u32>; 2],
+    points: &'a mut [DeviceBuffer<DeviceXyzz>; 2],
+    pass: usize,
+) -> PassBuffers<'a> {
+    let [keys0, keys1] = keys;
+    let [points0, points1] = points;
+    if pass % 2 == 1 {
+        ((keys0, points0), (keys1, points1))
+    } else {
+        ((keys1, points1), (keys0, points0))
+    }
+}
+
+/// A backend chosen at run time: the GPU when one is usable, the CPU otherwise.
+#[derive(Debug, Clone)]
+pub enum Backend {
+    /// The CPU reference.
+    Cpu(crate::Cpu),
+    /// The CUDA backend.
+    Cuda(Cuda),
+}
+
+impl Backend {
+    /// The CUDA backend if a GPU, its driver and NVRTC are present; otherwise the CPU, saying
+    /// why on standard error.
+    pub fn best() -> Self {
+        match Cuda::new() {
+            Ok(cuda) => Backend::Cuda(cuda),
+            Err(why) => {
+                eprintln!("msm: using the CPU backend: {why}");
+                Backend::Cpu(crate::Cpu::new())
+            }
+        }
+    }
+
+    fn as_dyn(&self) -> &dyn MsmBackend {
+        match self {
+            Backend::Cpu(cpu) => cpu,
+            Backend::Cuda(cuda) => cuda,
+        }
+    }
+}
+
+impl MsmBackend for Backend {
+    fn name(&self) -> String {
+        self.as_dyn().name()
+    }
+
+    fn msm(&self, bases: &[G1Affine], scalars: &[Fr]) -> Result<G1Projective, Error> {
+        self.as_dyn().msm(bases, scalars)
+    }
+
+    fn msm_batch(
+        &self,
+        bases: &[G1Affine],
+        scalar_sets: &[&[Fr]],
+    ) -> Result<Vec<G1Projective>, Error> {
+        self.as_dyn().msm_batch(bases, scalar_sets)
+    }
+}

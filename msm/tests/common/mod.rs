@@ -1,0 +1,214 @@
+//! Inputs and the arkworks oracle shared by the CPU and GPU tests.
+#![allow(dead_code, clippy::unwrap_used)]
+
+use ark_bls12_381::{Fr, G1Affine, G1Projective};
+use ark_ec::{PrimeGroup, ScalarMul, VariableBaseMSM};
+use ark_ff::{BigInteger, Field, PrimeField, UniformRand, Zero};
+use ark_std::rand::{Rng, SeedableRng, rngs::StdRng};
+
+/// `n` random bases (random multiples of the generator, so distinct with overwhelming
+/// probability), from `seed`.
+pub fn random_bases(n: usize, seed: u64) -> Vec<G1Affine> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let k: Vec<Fr> = (0..n).map(|_| Fr::rand(&mut rng)).collect();
+    G1Projective::generator().batch_mul(&k)
+}
+
+/// `n` uniform random scalars from `seed`.
+pub fn random_scalars(n: usize, seed: u64) -> Vec<Fr> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    (0..n).map(|_| Fr::rand(&mut rng)).collect()
+}
+
+/// arkworks' MSM.
+pub fn oracle(bases: &[G1Affine], scalars: &[Fr]) -> G1Projective {
+    G1Projective::msm(bases, scalars).unwrap()
+}
+
+/// `r - 1 - k`.
+pub fn minus(k: u64) -> Fr {
+    -Fr::from(k + 1)
+}
+
+/// One adversarial input: a name for failure messages, bases, scalars.
+pub struct Case {
+    pub name: String,
+    pub bases: Vec<G1Affine>,
+    pub scalars: Vec<Fr>,
+}
+
+fn case(name: impl Into<String>, bases: Vec<G1Affine>, scalars: Vec<Fr>) -> Case {
+    Case {
+        name: name.into(),
+        bases,
+        scalars,
+    }
+}
+
+/// Every edge case of SPEC.md at each size in `sizes`: zero scalars, points at infinity,
+/// repeated points (bucket additions of P + P), P and -P together, and skewed scalars (all
+/// equal, small, tiny, 64-bit, near r, high bits set, powers of two), plus one mix of all.
+pub fn edge_cases(sizes: &[usize]) -> Vec<Case> {
+    let mut cases = Vec::new();
+    for &n in sizes {
+        let mut rng = StdRng::seed_from_u64(n as u64);
+        let bases = random_bases(n, 4);
+        let random = random_scalars(n, 5);
+        cases.push(case(
+            format!("zero scalars, n = {n}"),
+            bases.clone(),
+            vec![Fr::zero(); n],
+        ));
+
+        let infinity = vec![G1Affine::identity(); n];
+        cases.push(case(
+            format!("all bases at infinity, n = {n}"),
+            infinity,
+            random.clone(),
+        ));
+        let mut some_infinite = bases.clone();
+        for b in some_infinite.iter_mut().step_by(3) {
+            *b = G1Affine::identity();
+        }
+        cases.push(case(
+            format!("every third base at infinity, n = {n}"),
+            some_infinite,
+            random.clone(),
+        ));
+
+        // Bucket additions of P + P: the same base everywhere, with random and equal scalars
+        // (then every bucket addition is a doubling).
+        let same = vec![bases[0]; n];
+        cases.push(case(
+            format!("one base repeated, n = {n}"),
+            same.clone(),
+            random.clone(),
+        ));
+        cases.push(case(
+            format!("one base repeated, equal scalars, n = {n}"),
+            same,
+            vec![random[0]; n],
+        ));
+        let few: Vec<G1Affine> = (0..n).map(|i| bases[i % 3.min(n)]).collect();
+        cases.push(case(
+            format!("three bases repeated, n = {n}"),
+            few,
+            random.clone(),
+        ));
+
+        // P and -P.
+        let pairs: Vec<G1Affine> = (0..n)
+            .map(|i| if i % 2 == 0 { bases[i] } else { -bases[i - 1] })
+            .collect();
+        let equal_pairs: Vec<Fr> = (0..n).map(|i| random[i - i % 2]).collect();
+        cases.push(case(
+            format!("P and -P, equal scalars (cancel), n = {n}"),
+            pairs.clone(),
+            equal_pairs,
+        ));
+        let opposite: Vec<Fr> = (0..n)
+            .map(|i| {
+                if i % 2 == 0 {
+                    random[i]
+                } else {
+                    -random[i - 1]
+                }
+            })
+            .collect();
+        cases.push(case(
+            format!("P and -P, scalars k and -k, n = {n}"),
+            pairs.clone(),
+            opposite,
+        ));
+        cases.push(case(
+            format!("P and -P, all scalars equal, n = {n}"),
+            pairs,
+            vec![random[0]; n],
+        ));
+
+        // Skewed scalars.
+        cases.push(case(
+            format!("all scalars equal, n = {n}"),
+            bases.clone(),
+            vec![random[1 % n]; n],
+        ));
+        cases.push(case(
+            format!("all scalars one, n = {n}"),
+            bases.clone(),
+            vec![Fr::from(1u64); n],
+        ));
+        cases.push(case(
+            format!("all scalars r - 1, n = {n}"),
+            bases.clone(),
+            vec![minus(0); n],
+        ));
+        let small = (0..n).map(|_| Fr::from(rng.r#gen::<u16>())).collect();
+        cases.push(case(
+            format!("16-bit scalars, n = {n}"),
+            bases.clone(),
+            small,
+        ));
+        let tiny = (0..n).map(|_| Fr::from(rng.gen_range(0..4u64))).collect();
+        cases.push(case(
+            format!("scalars below 4, n = {n}"),
+            bases.clone(),
+            tiny,
+        ));
+        let wide = (0..n).map(|_| Fr::from(rng.r#gen::<u64>())).collect();
+        cases.push(case(
+            format!("64-bit scalars, n = {n}"),
+            bases.clone(),
+            wide,
+        ));
+        let near = (0..n).map(|_| minus(rng.r#gen::<u16>().into())).collect();
+        cases.push(case(
+            format!("scalars near r, n = {n}"),
+            bases.clone(),
+            near,
+        ));
+        let high = (0..n)
+            .map(|_| {
+                loop {
+                    let s = Fr::rand(&mut rng);
+                    if s.into_bigint().get_bit(254) {
+                        break s;
+                    }
+                }
+            })
+            .collect();
+        cases.push(case(
+            format!("scalars in [2^254, r), n = {n}"),
+            bases.clone(),
+            high,
+        ));
+        let powers = (0..n)
+            .map(|i| Fr::from(2u64).pow([(i % 255) as u64]))
+            .collect();
+        cases.push(case(
+            format!("powers of two, n = {n}"),
+            bases.clone(),
+            powers,
+        ));
+
+        // Everything at once.
+        let p = bases[0];
+        let (mut mixed_bases, mut mixed_scalars) = (Vec::new(), Vec::new());
+        for i in 0..n {
+            let (b, s) = match i % 9 {
+                0 => (bases[i], Fr::zero()),
+                1 => (G1Affine::identity(), Fr::rand(&mut rng)),
+                2 => (p, Fr::rand(&mut rng)),
+                3 => (-p, Fr::rand(&mut rng)),
+                4 => (bases[i], minus(0)),
+                5 => (bases[i], Fr::from(rng.r#gen::<u16>())),
+                6 => (bases[i], minus(rng.r#gen::<u32>().into())),
+                7 => (bases[i - 1], Fr::from(1u64)),
+                _ => (bases[i], Fr::rand(&mut rng)),
+            };
+            mixed_bases.push(b);
+            mixed_scalars.push(s);
+        }
+        cases.push(case(format!("mixed, n = {n}"), mixed_bases, mixed_scalars));
+    }
+    cases
+}
