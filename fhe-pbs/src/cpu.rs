@@ -1,0 +1,342 @@
+//! The CPU engine: key switch, blind rotation (exact or FFT), sample extraction.
+
+use std::sync::Arc;
+
+use rayon::prelude::*;
+use rustfft::num_complex::Complex64;
+
+use crate::Bootstrapper;
+use crate::decomposition::Decomposer;
+use crate::error::Error;
+use crate::fft::FourierBootstrapKey;
+use crate::glwe::{GlweCiphertext, sample_extract};
+use crate::keys::EvaluationKeys;
+use crate::keyswitch::keyswitch;
+use crate::lut::LookupTable;
+use crate::lwe::LweCiphertext;
+use crate::modswitch::{log2_2n, modulus_switch_unchecked};
+use crate::params::Parameters;
+use crate::polynomial::{ExactMultiplier, check_len, multiply_by_monomial_unchecked};
+
+/// How the CPU engine computes the external products of the blind rotation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BlindRotationMode {
+    /// Integer negacyclic products mod `2^64` (Karatsuba): bit-exact, the oracle. Slower.
+    Exact,
+    /// f64 negacyclic FFT products with the bootstrap key kept in the Fourier domain
+    /// ([`crate::fft`]): the result differs from [`BlindRotationMode::Exact`] by a small
+    /// rounding error, far below `delta / 2`.
+    Fft,
+}
+
+/// The CPU backend: evaluation keys plus a blind-rotation mode. Cloning is cheap (the keys are
+/// shared).
+///
+/// # Algorithm
+///
+/// * Key switch: [`crate::keyswitch::keyswitch`].
+/// * Bootstrap of an LWE ciphertext `(a, b)` of dimension `n`: modulus switch every word to
+///   `2N` ([`crate::modswitch`]); accumulator `ACC = (0, ..., 0, X^{-b~} LUT)`; then for each
+///   `i` with `a~_i != 0`, the CMux `ACC += BSK_i ⊡ (X^{a~_i} ACC - ACC)`, where `⊡` is the
+///   external product: decompose ([`crate::decomposition`]) each of the `k + 1` polynomials
+///   of the difference into `l` digit polynomials, and sum their products with the rows of
+///   GGSW `i` ([`crate::bootstrap_key`] layout). Finally extract coefficient 0
+///   ([`crate::glwe::sample_extract`]). The result is under the big key with phase about
+///   `f(m) delta`.
+/// * Batches run one ciphertext per rayon task. In exact mode a single blind rotation also
+///   splits its `k + 1` output polynomials across rayon tasks.
+#[derive(Debug, Clone)]
+pub struct Cpu {
+    keys: Arc<EvaluationKeys>,
+    mode: BlindRotationMode,
+    fourier: Option<Arc<FourierBootstrapKey>>,
+}
+
+impl Cpu {
+    /// An engine over `keys`. [`BlindRotationMode::Fft`] transforms the bootstrap key into
+    /// the Fourier domain here, once.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] when the FFT cannot be planned (the key's `N` is not a
+    /// power of two; impossible for keys made from valid [`Parameters`]).
+    pub fn new(
+        keys: impl Into<Arc<EvaluationKeys>>,
+        mode: BlindRotationMode,
+    ) -> Result<Self, Error> {
+        let keys = keys.into();
+        let fourier = match mode {
+            BlindRotationMode::Exact => None,
+            BlindRotationMode::Fft => {
+                Some(Arc::new(FourierBootstrapKey::new(keys.bootstrap_key())?))
+            }
+        };
+        Ok(Self {
+            keys,
+            mode,
+            fourier,
+        })
+    }
+
+    /// The same keys with another mode (the Fourier key is computed if needed).
+    ///
+    /// # Errors
+    ///
+    /// As [`Cpu::new`].
+    pub fn with_mode(&self, mode: BlindRotationMode) -> Result<Self, Error> {
+        if mode == self.mode {
+            return Ok(self.clone());
+        }
+        Self::new(Arc::clone(&self.keys), mode)
+    }
+
+    /// The evaluation keys.
+    #[must_use]
+    pub fn keys(&self) -> &EvaluationKeys {
+        &self.keys
+    }
+
+    /// The blind-rotation mode.
+    #[must_use]
+    pub fn mode(&self) -> BlindRotationMode {
+        self.mode
+    }
+
+    /// The blind rotation alone: the GLWE accumulator (under the GLWE key) before sample
+    /// extraction, whose phase is `X^{-phase~} LUT` plus noise, `phase~` being the
+    /// modulus-switched phase of `ciphertext` under the small key.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DimensionMismatch`] when the ciphertext's dimension is not `n` or the table's
+    /// size is not `N`.
+    pub fn blind_rotate(
+        &self,
+        ciphertext: &LweCiphertext,
+        lut: &LookupTable,
+    ) -> Result<GlweCiphertext, Error> {
+        let params = self.keys.parameters();
+        check_len(
+            "bootstrap input LWE dimension",
+            params.lwe_dimension().0,
+            ciphertext.dimension().0,
+        )?;
+        check_len(
+            "lookup table polynomial size",
+            params.polynomial_size().0,
+            lut.polynomial_size().0,
+        )?;
+        let log2_2n = log2_2n(params.polynomial_size())?;
+        let switched: Vec<usize> = ciphertext
+            .as_slice()
+            .iter()
+            .map(|&x| modulus_switch_unchecked(x, log2_2n))
+            .collect();
+        let acc = match (&self.fourier, self.mode) {
+            (Some(fourier), BlindRotationMode::Fft) => {
+                blind_rotate_fft(params, fourier, &switched, lut.polynomial())
+            }
+            _ => blind_rotate_exact(
+                params,
+                self.keys.bootstrap_key().as_slice(),
+                &switched,
+                lut.polynomial(),
+            ),
+        };
+        Ok(GlweCiphertext::from_vec_unchecked(
+            acc,
+            params.glwe_dimension(),
+            params.polynomial_size(),
+        ))
+    }
+}
+
+/// The accumulator's initial value: zero masks, body `X^{-b~} LUT`.
+fn initial_accumulator(k: usize, n: usize, b_tilde: usize, lut: &[u64]) -> Vec<u64> {
+    let mut acc = vec![0u64; (k + 1) * n];
+    multiply_by_monomial_unchecked(&mut acc[k * n..], lut, 2 * n - b_tilde);
+    acc
+}
+
+/// `diff = X^a acc - acc`, polynomial by polynomial.
+fn rotate_difference(diff: &mut [u64], acc: &[u64], a: usize, n: usize) {
+    for (d, p) in diff.chunks_exact_mut(n).zip(acc.chunks_exact(n)) {
+        multiply_by_monomial_unchecked(d, p, a);
+        for (x, &y) in d.iter_mut().zip(p) {
+            *x = x.wrapping_sub(y);
+        }
+    }
+}
+
+/// Decomposes the `k + 1` polynomials of `diff` into `digits`, row order of the GGSW layout:
+/// digit polynomial `(level j, polynomial r)` at `(j (k + 1) + r) N`.
+fn decompose_difference(
+    diff: &[u64],
+    digits: &mut [i64],
+    states: &mut [u64],
+    n: usize,
+    k1: usize,
+    decomposer: &Decomposer,
+    levels: usize,
+) {
+    for (r, poly) in diff.chunks_exact(n).enumerate() {
+        decomposer.decompose_levels(poly, states, &mut digits[r * n..], k1 * n, levels);
+    }
+}
+
+/// The exact blind rotation (integer products), returning the accumulator words.
+pub(crate) fn blind_rotate_exact(
+    params: &Parameters,
+    bsk: &[u64],
+    switched: &[usize],
+    lut: &[u64],
+) -> Vec<u64> {
+    let n = params.polynomial_size().0;
+    let k1 = params.glwe_dimension().0 + 1;
+    let decomposition = params.pbs_decomposition();
+    let rows = decomposition.level_count.0 * k1;
+    let ggsw_len = rows * k1 * n;
+    let (mask, b_tilde) = match switched.split_last() {
+        Some((&b, mask)) => (mask, b),
+        None => (switched, 0),
+    };
+    let levels = decomposition.level_count.0;
+    let decomposer = Decomposer::new(decomposition);
+    let mut acc = initial_accumulator(k1 - 1, n, b_tilde, lut);
+    let mut diff = vec![0u64; k1 * n];
+    let mut states = vec![0u64; n];
+    let mut signed_digits = vec![0i64; rows * n];
+    let mut digits = vec![0u64; rows * n];
+    for (i, &a) in mask.iter().enumerate() {
+        if a == 0 {
+            continue;
+        }
+        rotate_difference(&mut diff, &acc, a, n);
+        decompose_difference(
+            &diff,
+            &mut signed_digits,
+            &mut states,
+            n,
+            k1,
+            &decomposer,
+            levels,
+        );
+        for (u, &d) in digits.iter_mut().zip(&signed_digits) {
+            *u = d as u64;
+        }
+        let ggsw = &bsk[i * ggsw_len..(i + 1) * ggsw_len];
+        let digits = &digits;
+        acc.par_chunks_exact_mut(n).enumerate().for_each_init(
+            || ExactMultiplier::new(n),
+            |multiplier, (c, out)| {
+                for (row, digit_poly) in digits.chunks_exact(n).enumerate() {
+                    let key_poly = &ggsw[(row * k1 + c) * n..(row * k1 + c + 1) * n];
+                    multiplier.mul_add(out, digit_poly, key_poly);
+                }
+            },
+        );
+    }
+    acc
+}
+
+/// The FFT blind rotation, returning the accumulator words.
+pub(crate) fn blind_rotate_fft(
+    params: &Parameters,
+    fourier: &FourierBootstrapKey,
+    switched: &[usize],
+    lut: &[u64],
+) -> Vec<u64> {
+    let n = params.polynomial_size().0;
+    let half = n / 2;
+    let k1 = params.glwe_dimension().0 + 1;
+    let decomposition = params.pbs_decomposition();
+    let rows = decomposition.level_count.0 * k1;
+    let fft = fourier.fft();
+    let (mask, b_tilde) = match switched.split_last() {
+        Some((&b, mask)) => (mask, b),
+        None => (switched, 0),
+    };
+    let levels = decomposition.level_count.0;
+    let decomposer = Decomposer::new(decomposition);
+    let mut acc = initial_accumulator(k1 - 1, n, b_tilde, lut);
+    let mut diff = vec![0u64; k1 * n];
+    let mut states = vec![0u64; n];
+    let mut digits = vec![0i64; rows * n];
+    let mut digits_f = vec![Complex64::default(); rows * half];
+    let mut out_f = vec![Complex64::default(); half];
+    let mut scratch = fft.make_scratch();
+    for (i, &a) in mask.iter().enumerate() {
+        if a == 0 {
+            continue;
+        }
+        rotate_difference(&mut diff, &acc, a, n);
+        decompose_difference(&diff, &mut digits, &mut states, n, k1, &decomposer, levels);
+        for (d, f) in digits.chunks_exact(n).zip(digits_f.chunks_exact_mut(half)) {
+            fft.forward_i64(d, f, &mut scratch);
+        }
+        let ggsw = fourier.ggsw(i);
+        for (c, out) in acc.chunks_exact_mut(n).enumerate() {
+            out_f.fill(Complex64::default());
+            for (row, d) in digits_f.chunks_exact(half).enumerate() {
+                let key = &ggsw[(row * k1 + c) * half..(row * k1 + c + 1) * half];
+                for ((o, x), y) in out_f.iter_mut().zip(d).zip(key) {
+                    *o += x * y;
+                }
+            }
+            fft.backward_add(&mut out_f, out, &mut scratch);
+        }
+    }
+    acc
+}
+
+impl Bootstrapper for Cpu {
+    fn name(&self) -> String {
+        let mode = match self.mode {
+            BlindRotationMode::Exact => "exact",
+            BlindRotationMode::Fft => "fft",
+        };
+        format!("cpu ({mode}, {} threads)", rayon::current_num_threads())
+    }
+
+    fn parameters(&self) -> &Parameters {
+        self.keys.parameters()
+    }
+
+    fn keyswitch(&self, ciphertext: &LweCiphertext) -> Result<LweCiphertext, Error> {
+        keyswitch(self.keys.keyswitch_key(), ciphertext)
+    }
+
+    fn bootstrap(
+        &self,
+        ciphertext: &LweCiphertext,
+        lut: &LookupTable,
+    ) -> Result<LweCiphertext, Error> {
+        Ok(sample_extract(&self.blind_rotate(ciphertext, lut)?))
+    }
+
+    fn keyswitch_batch(&self, ciphertexts: &[LweCiphertext]) -> Result<Vec<LweCiphertext>, Error> {
+        ciphertexts.par_iter().map(|c| self.keyswitch(c)).collect()
+    }
+
+    fn bootstrap_batch(
+        &self,
+        ciphertexts: &[LweCiphertext],
+        lut: &LookupTable,
+    ) -> Result<Vec<LweCiphertext>, Error> {
+        ciphertexts
+            .par_iter()
+            .map(|c| self.bootstrap(c, lut))
+            .collect()
+    }
+
+    fn keyswitch_bootstrap_batch(
+        &self,
+        ciphertexts: &[LweCiphertext],
+        lut: &LookupTable,
+    ) -> Result<Vec<LweCiphertext>, Error> {
+        ciphertexts
+            .par_iter()
+            .map(|c| self.keyswitch_bootstrap(c, lut))
+            .collect()
+    }
+}

@@ -1,0 +1,333 @@
+//! The f64 negacyclic FFT of the fast blind-rotation mode, and the Fourier bootstrap key.
+//!
+//! # Transform
+//!
+//! `R[X] / (X^N + 1)` maps onto `C[X] / (X^{N/2} - i)` by `a ↦ sum_{j < N/2} (a_j + i a_{j+N/2})
+//! X^j` (injective on real polynomials: the other factor `X^{N/2} + i` carries the complex
+//! conjugate). Substituting `X = w Y` with `w = exp(i pi / N)` (so `w^{N/2} = i`) turns that
+//! ring into the cyclic `C[Y] / (Y^{N/2} - 1)`, which an `N/2`-point complex DFT diagonalizes.
+//! So the forward transform is: twist `c_j = (a_j + i a_{j+N/2}) w^j`, then an `N/2`-point FFT;
+//! products are pointwise; the backward transform is the inverse FFT, the untwist
+//! `w^{-j} / (N/2)`, and the real and imaginary parts are coefficients `j` and `j + N/2`.
+//!
+//! The FFTs are `rustfft`'s (MIT/Apache-2.0, pure Rust, with AVX/SSE/NEON kernels chosen at run
+//! time): a mature mixed-radix implementation whose accuracy is that of a standard
+//! Cooley–Tukey FFT, much faster than what we would write ourselves, and with no `unsafe` on
+//! our side. The twiddles `w^j` are computed directly with `sin_cos` for each `j`.
+//!
+//! # Precision
+//!
+//! Torus coefficients enter as signed 64-bit integers (`u64` read as `i64`) rounded to f64
+//! (53 bits, an error up to `2^10`); the decomposed digits (`|d| <= B/2`) enter exactly. As in
+//! tfhe-rs's 64-bit FFT, nothing is split: a coefficient of a product of a digit polynomial and
+//! a key polynomial is about `sqrt(N) * B/2 * 2^63`, for instance `2^90` with `N = 2048` and
+//! `B = 2^23`, so its f64 rounding errors are near `2^90 * 2^-53 * log2(N)` (a few `2^40`),
+//! far below `delta = 2^59` for `p = 16`. The backward transform rounds each coefficient to
+//! the nearest integer and reduces it mod `2^64` exactly (in floating point, without error,
+//! since the value can exceed `2^64`), which is the two's-complement wrap. The test
+//! `fast_and_exact_blind_rotations_agree` in `tests/bootstrap.rs` measures the resulting
+//! distance to the exact (integer) blind rotation.
+
+use std::fmt;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+use rustfft::num_complex::Complex64;
+use rustfft::{Fft, FftPlanner};
+
+use crate::bootstrap_key::BootstrapKey;
+use crate::error::Error;
+use crate::params::PolynomialSize;
+use crate::polynomial::check_len;
+
+/// Negacyclic transforms of one polynomial size (see the module docs).
+#[derive(Clone)]
+pub struct NegacyclicFft {
+    polynomial_size: usize,
+    forward: Arc<dyn Fft<f64>>,
+    inverse: Arc<dyn Fft<f64>>,
+    twist: Vec<Complex64>,
+    untwist: Vec<Complex64>,
+    scratch_len: usize,
+}
+
+impl fmt::Debug for NegacyclicFft {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NegacyclicFft")
+            .field("polynomial_size", &self.polynomial_size)
+            .finish_non_exhaustive()
+    }
+}
+
+impl NegacyclicFft {
+    /// Plans the transforms for polynomials of `N` coefficients.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] unless `N` is a power of two, at least 2.
+    pub fn new(polynomial_size: PolynomialSize) -> Result<Self, Error> {
+        let n = polynomial_size.0;
+        if !n.is_power_of_two() || n < 2 {
+            return Err(Error::InvalidParameter {
+                name: "polynomial_size",
+                reason: format!("N = {n} must be a power of two, at least 2"),
+            });
+        }
+        let half = n / 2;
+        let mut planner = FftPlanner::<f64>::new();
+        let forward = planner.plan_fft_forward(half);
+        let inverse = planner.plan_fft_inverse(half);
+        let scratch_len = forward
+            .get_inplace_scratch_len()
+            .max(inverse.get_inplace_scratch_len());
+        let scale = 1.0 / half as f64;
+        let (twist, untwist) = (0..half)
+            .map(|j| {
+                let (sin, cos) = (std::f64::consts::PI * j as f64 / n as f64).sin_cos();
+                (
+                    Complex64::new(cos, sin),
+                    Complex64::new(cos * scale, -sin * scale),
+                )
+            })
+            .unzip();
+        Ok(Self {
+            polynomial_size: n,
+            forward,
+            inverse,
+            twist,
+            untwist,
+            scratch_len,
+        })
+    }
+
+    /// `N`.
+    #[must_use]
+    pub fn polynomial_size(&self) -> PolynomialSize {
+        PolynomialSize(self.polynomial_size)
+    }
+
+    /// `N / 2`: complex values per transformed polynomial.
+    #[must_use]
+    pub fn fourier_len(&self) -> usize {
+        self.polynomial_size / 2
+    }
+
+    /// The approximate negacyclic product `a * b` mod `2^64` through the FFT (both operands read
+    /// as signed `i64` coefficients). Exact only while the products are small enough for f64;
+    /// for checking the transform.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DimensionMismatch`] unless both have `N` coefficients.
+    pub fn negacyclic_mul(&self, a: &[u64], b: &[u64]) -> Result<Vec<u64>, Error> {
+        check_len("FFT operand length", self.polynomial_size, a.len())?;
+        check_len("FFT operand length", self.polynomial_size, b.len())?;
+        let mut scratch = self.make_scratch();
+        let mut fa = vec![Complex64::default(); self.fourier_len()];
+        let mut fb = fa.clone();
+        self.forward_u64(a, &mut fa, &mut scratch);
+        self.forward_u64(b, &mut fb, &mut scratch);
+        for (x, y) in fa.iter_mut().zip(&fb) {
+            *x *= y;
+        }
+        let mut out = vec![0u64; self.polynomial_size];
+        self.backward_add(&mut fa, &mut out, &mut scratch);
+        Ok(out)
+    }
+
+    pub(crate) fn make_scratch(&self) -> Vec<Complex64> {
+        vec![Complex64::default(); self.scratch_len]
+    }
+
+    /// Forward transform of a torus polynomial (coefficients read as `i64`).
+    pub(crate) fn forward_u64(
+        &self,
+        input: &[u64],
+        out: &mut [Complex64],
+        scratch: &mut [Complex64],
+    ) {
+        let half = self.fourier_len();
+        for j in 0..half {
+            let v = Complex64::new(input[j] as i64 as f64, input[j + half] as i64 as f64);
+            out[j] = v * self.twist[j];
+        }
+        self.forward.process_with_scratch(out, scratch);
+    }
+
+    /// Forward transform of a polynomial of signed digits.
+    pub(crate) fn forward_i64(
+        &self,
+        input: &[i64],
+        out: &mut [Complex64],
+        scratch: &mut [Complex64],
+    ) {
+        let half = self.fourier_len();
+        for j in 0..half {
+            let v = Complex64::new(input[j] as f64, input[j + half] as f64);
+            out[j] = v * self.twist[j];
+        }
+        self.forward.process_with_scratch(out, scratch);
+    }
+
+    /// `out += backward(input)`, each coefficient rounded to an integer and reduced mod `2^64`;
+    /// `input` is overwritten.
+    pub(crate) fn backward_add(
+        &self,
+        input: &mut [Complex64],
+        out: &mut [u64],
+        scratch: &mut [Complex64],
+    ) {
+        self.inverse.process_with_scratch(input, scratch);
+        let half = self.fourier_len();
+        for j in 0..half {
+            let v = input[j] * self.untwist[j];
+            out[j] = out[j].wrapping_add(wrap_f64(v.re));
+            out[j + half] = out[j + half].wrapping_add(wrap_f64(v.im));
+        }
+    }
+}
+
+/// `round(x)` (ties to even) mod `2^64`, exactly, for any finite `|x| < 2^1000`.
+///
+/// `y = r - round(r / 2^64) 2^64` with `r = round(x)` is computed without rounding error (the
+/// scalings are by powers of two, and `y`, at most `2^63` in magnitude, is a multiple of
+/// `ulp(r)` whenever the subtraction is not trivial), so `y` is the residue of `r` in
+/// `[-2^63, 2^63]`; its two's complement is the result. This avoids the slower
+/// `f64 -> i128` conversion.
+fn wrap_f64(x: f64) -> u64 {
+    const TWO_POW_64: f64 = 18_446_744_073_709_551_616.0;
+    const TWO_POW_63: f64 = 9_223_372_036_854_775_808.0;
+    let r = round_to_integer(x);
+    let y = r - round_to_integer(r * (1.0 / TWO_POW_64)) * TWO_POW_64;
+    if y >= TWO_POW_63 {
+        ((y - TWO_POW_64) as i64) as u64
+    } else {
+        (y as i64) as u64
+    }
+}
+
+/// `x` rounded to an integer, ties to even, with plain SSE2 arithmetic (`f64::round` is a
+/// library call on baseline x86-64): at and above `2^52` every f64 is already an integer; below,
+/// adding and subtracting `2^52` rounds the magnitude.
+#[inline]
+fn round_to_integer(x: f64) -> f64 {
+    const TWO_POW_52: f64 = 4_503_599_627_370_496.0;
+    let magnitude = x.abs();
+    if magnitude < TWO_POW_52 {
+        ((magnitude + TWO_POW_52) - TWO_POW_52).copysign(x)
+    } else {
+        x
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap_f64;
+
+    #[test]
+    fn wrap_f64_is_the_residue_of_the_rounded_value() {
+        let cases: [f64; 12] = [
+            0.0,
+            -0.4,
+            2.5,
+            -3.0,
+            2f64.powi(63),
+            -(2f64.powi(63)),
+            2f64.powi(64),
+            1.3e19,
+            -1.3e19,
+            2f64.powi(90),
+            -3.7e28,
+            4.4e30,
+        ];
+        for x in cases {
+            let expected = (x.round_ties_even() as i128) as u64;
+            assert_eq!(wrap_f64(x), expected, "x = {x:e}");
+        }
+        // Random magnitudes from 2^-2 to 2^110, both signs, and half-integers.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for i in 0..100_000 {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let mantissa = (state >> 11) as f64 / (1u64 << 53) as f64;
+            let x =
+                (mantissa + 0.5) * 2f64.powi((i % 113) - 2) * if i % 2 == 0 { 1.0 } else { -1.0 };
+            let x = if i % 7 == 0 { x.trunc() + 0.5 } else { x };
+            assert_eq!(
+                wrap_f64(x),
+                (x.round_ties_even() as i128) as u64,
+                "x = {x:e}"
+            );
+        }
+    }
+}
+
+/// A bootstrap key in the Fourier domain: every polynomial of the [`BootstrapKey`] layout
+/// replaced by its `N/2` complex values ([`NegacyclicFft`]), in the same order, so
+/// polynomial `q` of the standard key becomes `as_slice()[q N/2 .. (q + 1) N/2]`.
+#[derive(Clone)]
+pub struct FourierBootstrapKey {
+    data: Vec<Complex64>,
+    fft: NegacyclicFft,
+    ggsw_len: usize,
+}
+
+impl fmt::Debug for FourierBootstrapKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FourierBootstrapKey")
+            .field("polynomial_size", &self.fft.polynomial_size)
+            .field("complex_values", &self.data.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl FourierBootstrapKey {
+    /// Transforms a standard-domain key (in parallel over its GGSW ciphertexts).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] unless the key's `N` is a power of two, at least 2.
+    pub fn new(key: &BootstrapKey) -> Result<Self, Error> {
+        let fft = NegacyclicFft::new(key.polynomial_size())?;
+        let n = key.polynomial_size().0;
+        let half = n / 2;
+        let polys = key.as_slice().len() / n;
+        let mut data = vec![Complex64::default(); polys * half];
+        let ggsw_polys = key.ggsw_len() / n;
+        data.par_chunks_exact_mut(ggsw_polys * half)
+            .zip(key.as_slice().par_chunks_exact(ggsw_polys * n))
+            .for_each_init(
+                || fft.make_scratch(),
+                |scratch, (out, ggsw)| {
+                    for (o, p) in out.chunks_exact_mut(half).zip(ggsw.chunks_exact(n)) {
+                        fft.forward_u64(p, o, scratch);
+                    }
+                },
+            );
+        Ok(Self {
+            data,
+            fft,
+            ggsw_len: ggsw_polys * half,
+        })
+    }
+
+    /// The complex values, in the documented layout.
+    #[must_use]
+    pub fn as_slice(&self) -> &[Complex64] {
+        &self.data
+    }
+
+    /// The transforms used.
+    #[must_use]
+    pub fn fft(&self) -> &NegacyclicFft {
+        &self.fft
+    }
+
+    /// GGSW `i` in the Fourier domain (`i < n`, else an empty slice).
+    pub(crate) fn ggsw(&self, i: usize) -> &[Complex64] {
+        self.data
+            .get(i * self.ggsw_len..(i + 1) * self.ggsw_len)
+            .unwrap_or(&[])
+    }
+}
