@@ -48,8 +48,16 @@ pub fn inputs(points: usize) -> (Vec<G1Affine>, Vec<Fr>) {
     (bases, scalars)
 }
 
+/// The report's inputs and arkworks' sum, against which the GPU is checked.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub struct Reference {
+    bases: Vec<G1Affine>,
+    scalars: Vec<Fr>,
+    sum: G1Projective,
+}
+
 /// Runs arkworks (the reference) and our CPU backend on the same inputs.
-pub fn cpu_rows() -> Result<Vec<Row>, msm::Error> {
+pub fn cpu_rows() -> Result<(Vec<Row>, Reference), msm::Error> {
     let (bases, scalars) = inputs(POINTS);
     let threads = rayon::current_num_threads();
     let (expected, time) = median_of(3, || {
@@ -82,5 +90,36 @@ pub fn cpu_rows() -> Result<Vec<Row>, msm::Error> {
         time,
         check,
     ));
+    let reference = Reference {
+        bases,
+        scalars,
+        sum: expected,
+    };
+    Ok((rows, reference))
+}
+
+/// Runs the GPU on the reference inputs, bases resident with shifted copies: once with the
+/// scalar upload, once from scalars already on the device.
+#[cfg(feature = "cuda")]
+pub fn cuda_rows(cuda: &msm::Cuda, reference: &Reference) -> Result<Vec<Row>, msm::Error> {
+    let options = msm::ContextOptions {
+        shifted_bases: true,
+        ..msm::ContextOptions::default()
+    };
+    let context = cuda.context(&reference.bases, options)?;
+    let device = context.upload_scalars(&reference.scalars)?;
+    let mut rows = Vec::new();
+    type Run<'a> = &'a dyn Fn() -> Result<G1Projective, msm::Error>;
+    let runs: [(&str, Run); 2] = [
+        ("scalars uploaded", &|| context.msm(&reference.scalars)),
+        ("scalars resident", &|| context.msm_device(&device)),
+    ];
+    for (what, run) in runs {
+        let _warm_up = run()?;
+        let (sum, time) = median_of(5, || wall(run))?;
+        let check = Check::from_equal(sum == reference.sum, "the sum differs from arkworks'");
+        let backend = format!("{} ({what})", cuda.name());
+        rows.push(row(MSM, &backend, POINTS as u64, "points", 0, time, check));
+    }
     Ok(rows)
 }

@@ -43,4 +43,41 @@ pub enum Error {
     /// The operating system's entropy source failed (only [`crate::Csprng::from_entropy`]).
     #[error("could not read a seed from the operating system: {0}")]
     Entropy(String),
+    /// The GPU failed or is missing (CUDA backend only); see [`GpuFailure`].
+    #[cfg(feature = "cuda")]
+    #[error(transparent)]
+    Gpu(#[from] GpuFailure),
+}
+
+/// A [`kernels::GpuError`], shared behind an `Arc` so that [`Error`] stays `Clone` and `Eq`
+/// (two failures are equal when they are the same one or have the same message).
+#[cfg(feature = "cuda")]
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(transparent)]
+pub struct GpuFailure(std::sync::Arc<kernels::GpuError>);
+
+#[cfg(feature = "cuda")]
+impl GpuFailure {
+    /// The runtime's error.
+    #[must_use]
+    pub fn inner(&self) -> &kernels::GpuError {
+        &self.0
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl PartialEq for GpuFailure {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0) || self.0.to_string() == other.0.to_string()
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl Eq for GpuFailure {}
+
+#[cfg(feature = "cuda")]
+impl From<kernels::GpuError> for Error {
+    fn from(err: kernels::GpuError) -> Self {
+        Error::Gpu(GpuFailure(std::sync::Arc::new(err)))
+    }
 }

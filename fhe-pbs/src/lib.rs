@@ -9,8 +9,11 @@
 //!
 //! Every operation goes through the [`Bootstrapper`] trait. [`Cpu`] implements it from the
 //! [`EvaluationKeys`] in one of two [`BlindRotationMode`]s: `Exact` (integer products, the
-//! oracle) and `Fft` (an f64 negacyclic FFT, the bootstrap key kept in the Fourier domain). A
-//! CUDA backend will implement the same trait, keeping the keys on the GPU.
+//! oracle) and `Fft` (an f64 negacyclic FFT, the bootstrap key kept in the Fourier domain).
+//! [`Cuda`] (feature `cuda`, on by default) implements it on the GPU with both keys resident
+//! in device memory and two engines ([`Engine`]: low latency with thread-block clusters, or
+//! amortized over large batches; see the `cuda` module docs for the kernels). [`Backend`]
+//! picks the GPU when one is usable and the CPU otherwise.
 //!
 //! # Example
 //!
@@ -120,10 +123,16 @@
 //! `tests/` holds known answers, properties (proptest), and full bootstraps on both parameter
 //! sets.
 
-#![forbid(unsafe_code)]
+#![cfg_attr(not(feature = "cuda"), forbid(unsafe_code))]
+#![cfg_attr(feature = "cuda", deny(unsafe_code))]
+
+use std::sync::Arc;
 
 pub mod bootstrap_key;
 mod cpu;
+#[cfg(feature = "cuda")]
+#[allow(unsafe_code)]
+mod cuda;
 pub mod decomposition;
 mod error;
 pub mod fft;
@@ -139,7 +148,11 @@ mod rng;
 
 pub use bootstrap_key::BootstrapKey;
 pub use cpu::{BlindRotationMode, Cpu};
+#[cfg(feature = "cuda")]
+pub use cuda::{Cuda, Engine, stages};
 pub use error::Error;
+#[cfg(feature = "cuda")]
+pub use error::GpuFailure;
 pub use fft::FourierBootstrapKey;
 pub use glwe::GlweCiphertext;
 pub use keys::{ClientKey, EvaluationKeys, GlweSecretKey, LweSecretKey};
@@ -234,5 +247,91 @@ pub trait Bootstrapper {
             .iter()
             .map(|c| self.keyswitch_bootstrap(c, lut))
             .collect()
+    }
+}
+
+/// A backend chosen at run time: the GPU when one is usable, the CPU otherwise.
+#[derive(Debug, Clone)]
+pub enum Backend {
+    /// The CPU reference.
+    Cpu(Cpu),
+    /// The CUDA backend (boxed: it is much larger than the CPU handle).
+    #[cfg(feature = "cuda")]
+    Cuda(Box<Cuda>),
+}
+
+impl Backend {
+    /// The CUDA backend ([`Engine::Auto`]) if a GPU, its driver and NVRTC are present;
+    /// otherwise the CPU in [`BlindRotationMode::Fft`], saying why on standard error.
+    ///
+    /// # Errors
+    ///
+    /// As [`Cpu::new`] when falling back to the CPU.
+    pub fn best(keys: impl Into<Arc<EvaluationKeys>>) -> Result<Self, Error> {
+        let keys = keys.into();
+        #[cfg(feature = "cuda")]
+        match Cuda::new(&keys, Engine::Auto) {
+            Ok(cuda) => return Ok(Backend::Cuda(Box::new(cuda))),
+            Err(why) => eprintln!("fhe-pbs: using the CPU backend: {why}"),
+        }
+        Ok(Backend::Cpu(Cpu::new(keys, BlindRotationMode::Fft)?))
+    }
+
+    fn as_dyn(&self) -> &dyn Bootstrapper {
+        match self {
+            Backend::Cpu(cpu) => cpu,
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(cuda) => cuda.as_ref(),
+        }
+    }
+}
+
+impl Bootstrapper for Backend {
+    fn name(&self) -> String {
+        self.as_dyn().name()
+    }
+
+    fn parameters(&self) -> &Parameters {
+        self.as_dyn().parameters()
+    }
+
+    fn keyswitch(&self, ciphertext: &LweCiphertext) -> Result<LweCiphertext, Error> {
+        self.as_dyn().keyswitch(ciphertext)
+    }
+
+    fn bootstrap(
+        &self,
+        ciphertext: &LweCiphertext,
+        lut: &LookupTable,
+    ) -> Result<LweCiphertext, Error> {
+        self.as_dyn().bootstrap(ciphertext, lut)
+    }
+
+    fn keyswitch_bootstrap(
+        &self,
+        ciphertext: &LweCiphertext,
+        lut: &LookupTable,
+    ) -> Result<LweCiphertext, Error> {
+        self.as_dyn().keyswitch_bootstrap(ciphertext, lut)
+    }
+
+    fn keyswitch_batch(&self, ciphertexts: &[LweCiphertext]) -> Result<Vec<LweCiphertext>, Error> {
+        self.as_dyn().keyswitch_batch(ciphertexts)
+    }
+
+    fn bootstrap_batch(
+        &self,
+        ciphertexts: &[LweCiphertext],
+        lut: &LookupTable,
+    ) -> Result<Vec<LweCiphertext>, Error> {
+        self.as_dyn().bootstrap_batch(ciphertexts, lut)
+    }
+
+    fn keyswitch_bootstrap_batch(
+        &self,
+        ciphertexts: &[LweCiphertext],
+        lut: &LookupTable,
+    ) -> Result<Vec<LweCiphertext>, Error> {
+        self.as_dyn().keyswitch_bootstrap_batch(ciphertexts, lut)
     }
 }

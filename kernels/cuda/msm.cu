@@ -243,17 +243,36 @@ __device__ __forceinline__ Xyzz extend_run(const Xyzz& acc, const Xyzz& p) {
     return xyzz_add(acc, p);
 }
 
+// Stores a finished bucket sum. Infinity is not stored: buckets start at infinity (zeroed),
+// and a key whose pieces were all stored earlier reaches later passes as infinity padding.
+__device__ __forceinline__ void store_bucket(Xyzz* buckets, u32 key, const Xyzz& sum) {
+    if (!xyzz_is_infinity(sum)) buckets[key] = sum;
+}
+
+// The number of entries from `first` on with key keys[first], counting at most `limit`.
+__device__ __forceinline__ u32 run_length(const u32* keys, u32 first, u32 entries, u32 limit) {
+    u32 key = keys[first], length = 1;
+    while (length < limit && first + length < entries && keys[first + length] == key) length++;
+    return length;
+}
+
 // One pass of the segmented reduction by key, over counters[pass] entries (it sets
 // counters[pass + 1] to the next pass's entries, 0 after the last). Thread t sums entries
-// [t * per_segment, (t + 1) * per_segment) run by run (a run: consecutive equal keys). Runs
-// strictly inside the segment hold all of their key's entries: they go to `buckets`. With
-// more than one segment, the first and last runs may continue in the neighbours: they go to
-// out_keys/out_points[2t] and [2t + 1] (a segment of one run pads with infinity), which stay
-// sorted by key, ready for the next pass.
+// [t * per_segment, (t + 1) * per_segment) run by run (a run: consecutive equal keys), and
+// stores each complete run's sum in `buckets`.
+//
+// A run that starts in a segment and crosses into the next by at most `walk` entries belongs
+// to the thread of the segment where it starts, which reads on past its segment to finish it
+// (the next thread skips those entries). Longer runs are cut at segment boundaries: the pieces go to
+// out_keys/out_points[2t] (the first run) and [2t + 1] (the last run) for the next pass;
+// slots without a piece get infinity under the same key, so the slots stay sorted by key.
+// The first pass does not walk (threads reading on would wait for each other); later passes
+// walk up to a segment, so pieces of a run cut in the first pass meet in the second. A run
+// holding every entry takes about log(entries) / log(per_segment / 2) passes.
 template <typename Input>
 __device__ void accumulate(const Input* inputs, const u32* refs, const u32* keys,
-                           u32* counters, u32 pass, u32 per_segment, Xyzz* buckets,
-                           u32* out_keys, Xyzz* out_points) {
+                           u32* counters, u32 pass, u32 per_segment, u32 walk,
+                           Xyzz* buckets, u32* out_keys, Xyzz* out_points) {
     u32 entries = counters[pass];
     u32 segments = (entries + per_segment - 1) / per_segment;
     u64 t = global_thread_index();
@@ -261,6 +280,23 @@ __device__ void accumulate(const Input* inputs, const u32* refs, const u32* keys
     if (t >= segments) return;
     u32 start = (u32)t * per_segment;
     u32 end = min(start + per_segment, entries);
+    // A run continued from the segment before: skipped when that thread finishes it, which
+    // it does when the run started in its segment (not before) and ends within this one.
+    bool continued = start > 0 && keys[start - 1] == keys[start];
+    if (continued) {
+        u32 before = start - per_segment, key = keys[start];
+        bool started_before = keys[before] == key && before > 0 && keys[before - 1] == key;
+        u32 length = run_length(keys, start, entries, walk + 1);
+        if (!started_before && length <= walk) {
+            start += length;
+            continued = false;
+            if (start == end) {
+                out_keys[2 * t] = out_keys[2 * t + 1] = keys[end - 1];
+                out_points[2 * t] = out_points[2 * t + 1] = xyzz_infinity();
+                return;
+            }
+        }
+    }
     u32 key = keys[start];
     Xyzz acc = start_run(load_entry(inputs, refs, start));
     bool first_run = true;
@@ -269,10 +305,9 @@ __device__ void accumulate(const Input* inputs, const u32* refs, const u32* keys
         if (next != key) {
             if (first_run && segments > 1) {
                 out_keys[2 * t] = key;
-                out_points[2 * t] = acc;
-            } else {
-                buckets[key] = acc;
+                out_points[2 * t] = continued ? acc : xyzz_infinity();
             }
+            if (!(first_run && continued)) store_bucket(buckets, key, acc);
             first_run = false;
             key = next;
             acc = start_run(load_entry(inputs, refs, e));
@@ -280,17 +315,27 @@ __device__ void accumulate(const Input* inputs, const u32* refs, const u32* keys
             acc = extend_run(acc, load_entry(inputs, refs, e));
         }
     }
-    if (segments == 1) {
-        buckets[key] = acc;
-    } else if (first_run) {
-        out_keys[2 * t] = key;
-        out_points[2 * t] = acc;
-        out_keys[2 * t + 1] = key;
-        out_points[2 * t + 1] = xyzz_infinity();
-    } else {
-        out_keys[2 * t + 1] = key;
-        out_points[2 * t + 1] = acc;
+    // The last run: finish it past the segment's end when it started here and ends soon.
+    bool continues = end < entries && keys[end] == key;
+    if (continues && !(first_run && continued)) {
+        u32 length = run_length(keys, end, entries, walk + 1);
+        if (length <= walk) {
+            for (u32 e = end; e < end + length; e++) acc = extend_run(acc, load_entry(inputs, refs, e));
+            continues = false;
+        }
     }
+    if (segments == 1) {
+        store_bucket(buckets, key, acc);
+        return;
+    }
+    bool partial = continues || (first_run && continued);
+    if (!partial) store_bucket(buckets, key, acc);
+    if (first_run) {
+        out_keys[2 * t] = key;
+        out_points[2 * t] = partial ? acc : xyzz_infinity();
+    }
+    out_keys[2 * t + 1] = key;
+    out_points[2 * t + 1] = (partial && !first_run) ? acc : xyzz_infinity();
 }
 
 // The first pass: entries are point references into the affine bases.
@@ -298,7 +343,7 @@ extern "C" __global__ void msm_accumulate_affine(const Affine* bases, const u32*
                                                  const u32* keys, u32* counters,
                                                  u32 per_segment, Xyzz* buckets,
                                                  u32* out_keys, Xyzz* out_points) {
-    accumulate<Affine>(bases, refs, keys, counters, 0, per_segment, buckets, out_keys,
+    accumulate<Affine>(bases, refs, keys, counters, 0, per_segment, 0, buckets, out_keys,
                        out_points);
 }
 
@@ -306,8 +351,8 @@ extern "C" __global__ void msm_accumulate_affine(const Affine* bases, const u32*
 extern "C" __global__ void msm_accumulate_xyzz(const Xyzz* partials, const u32* keys,
                                                u32* counters, u32 pass, u32 per_segment,
                                                Xyzz* buckets, u32* out_keys, Xyzz* out_points) {
-    accumulate<Xyzz>(partials, nullptr, keys, counters, pass, per_segment, buckets, out_keys,
-                     out_points);
+    accumulate<Xyzz>(partials, nullptr, keys, counters, pass, per_segment, per_segment, buckets,
+                     out_keys, out_points);
 }
 
 // Thread (window w, group g) of `windows * groups`: with L = buckets / groups buckets per

@@ -50,8 +50,16 @@ pub const MSM: Module = Module {
     source: include_str!("../cuda/msm.cu"),
 };
 
+/// TFHE (fhe-pbs): key switch, modulus switch, decomposition, sample extraction, and the
+/// blind rotation with its f64 negacyclic FFT, amortized (one block per bootstrap) and low
+/// latency (one thread-block cluster per bootstrap, sm_90 and newer).
+pub const FHE_PBS: Module = Module {
+    name: "fhe_pbs",
+    source: include_str!("../cuda/fhe_pbs.cu"),
+};
+
 /// Every kernel module of the workspace (the NVRTC compile test walks this list).
-pub const MODULES: &[Module] = &[CHACHA, PRP, MERKLE, PIR, MSM];
+pub const MODULES: &[Module] = &[CHACHA, PRP, MERKLE, PIR, MSM, FHE_PBS];
 
 #[cfg(test)]
 mod tests {

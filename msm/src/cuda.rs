@@ -28,7 +28,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use ark_ff::{BigInt, Field, Zero};
-use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, ValidAsZeroBits, source};
+use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, PinnedBuffer, ValidAsZeroBits, source};
 use rayon::prelude::*;
 
 use crate::error::Error;
@@ -45,9 +45,9 @@ const THREADS: u32 = 128;
 /// Entries summed by one thread in the reduction passes after the first.
 const LATER_PASS_SEGMENT: u32 = 8;
 /// Group sums added by one thread per tree level.
-const SUM_FAN_IN: u32 = 8;
+const SUM_FAN_IN: u32 = 2;
 /// About this many threads reduce the buckets (enough to fill the GPU a few times).
-const REDUCE_THREADS: u64 = 1 << 17;
+const REDUCE_THREADS: u64 = 1 << 15;
 /// Device memory left free for the driver and other work.
 const RESERVED_BYTES: usize = 256 << 20;
 /// The largest number of digit entries one chunk may hold (point references are 31-bit).
@@ -430,8 +430,28 @@ impl MsmContext {
     /// [`Error::Gpu`] when the GPU fails.
     pub fn msm(&self, scalars: &[Fr]) -> Result<G1Projective, Error> {
         check_lengths(self.points, scalars.len())?;
-        let device = self.upload_scalars(scalars)?;
-        self.msm_device(&device)
+        let mut guard = self.scratch()?;
+        let Some(scratch) = guard.as_mut() else {
+            unreachable!("MsmContext::scratch allocates the scratch")
+        };
+        // Each chunk's scalars go through a page-locked staging buffer into the scratch.
+        let (mut staging, mut upload) = match scratch.staged.take() {
+            Some(staged) => staged,
+            None => (
+                self.cuda.gpu.alloc_pinned(4 * scratch.chunk)?,
+                self.cuda.gpu.alloc_zeroed(4 * scratch.chunk)?,
+            ),
+        };
+        let mut sum = G1Projective::zero();
+        for first in (0..self.points).step_by(scratch.chunk) {
+            let chunk = &scalars[first..self.points.min(first + scratch.chunk)];
+            let limbs = &mut staging.as_mut_slice()?[..4 * chunk.len()];
+            fill_limbs(limbs, chunk);
+            upload.copy_from_host(limbs)?;
+            sum += self.msm_chunk(scratch, &upload, 0, first, chunk.len())?;
+        }
+        scratch.staged = Some((staging, upload));
+        Ok(sum)
     }
 
     /// One MSM per scalar set over the context's bases.
@@ -455,7 +475,8 @@ impl MsmContext {
     ///
     /// [`Error::Gpu`] when the GPU memory or the copy fails.
     pub fn upload_scalars(&self, scalars: &[Fr]) -> Result<DeviceScalars, Error> {
-        let limbs: Vec<u64> = scalars.par_iter().flat_map_iter(|s| s.0.0).collect();
+        let mut limbs = vec![0; 4 * scalars.len()];
+        fill_limbs(&mut limbs, scalars);
         Ok(DeviceScalars {
             limbs: self.cuda.gpu.upload(&limbs)?,
         })
@@ -469,33 +490,41 @@ impl MsmContext {
     /// [`Error::Gpu`] when the GPU fails.
     pub fn msm_device(&self, scalars: &DeviceScalars) -> Result<G1Projective, Error> {
         check_lengths(self.points, scalars.len())?;
-        let mut guard = self.scratch.lock().unwrap_or_else(PoisonError::into_inner);
-        if guard.is_none() {
-            *guard = Some(Scratch::new(self)?);
-        }
+        let mut guard = self.scratch()?;
         let Some(scratch) = guard.as_mut() else {
-            unreachable!("scratch was just allocated")
+            unreachable!("MsmContext::scratch allocates the scratch")
         };
         let mut sum = G1Projective::zero();
         for first in (0..self.points).step_by(scratch.chunk) {
             let n = scratch.chunk.min(self.points - first);
-            sum += self.msm_chunk(scratch, &scalars.limbs, first, n)?;
+            sum += self.msm_chunk(scratch, &scalars.limbs, first, first, n)?;
         }
         Ok(sum)
     }
 
-    /// The sum over scalars `first .. first + n` (already on the device).
+    /// The scratch memory, allocated at the first MSM.
+    fn scratch(&self) -> Result<std::sync::MutexGuard<'_, Option<Scratch>>, Error> {
+        let mut guard = self.scratch.lock().unwrap_or_else(PoisonError::into_inner);
+        if guard.is_none() {
+            *guard = Some(Scratch::new(self)?);
+        }
+        Ok(guard)
+    }
+
+    /// The sum over bases `first .. first + n` with their scalars, which start at scalar
+    /// `offset` of `scalars` (on the device).
     fn msm_chunk(
         &self,
         scratch: &mut Scratch,
         scalars: &DeviceBuffer<u64>,
+        offset: usize,
         first: usize,
         n: usize,
     ) -> Result<G1Projective, Error> {
         let gpu = &self.cuda.gpu;
         let kernels = &self.cuda.kernels;
         let s = scratch;
-        let (first64, n64) = (first as u64, n as u64);
+        let (offset64, first64, n64) = (offset as u64, first as u64, n as u64);
         let buckets_per_window = 1u32 << (self.window_bits - 1);
         let layout = DigitLayout {
             n: n64,
@@ -517,8 +546,8 @@ impl MsmContext {
         s.counts.zero()?;
         s.buckets.zero()?;
         // SAFETY: for every launch below, the arguments match the kernel's parameters in
-        // msm.cu in number, order and layout. Bounds: `scalars` holds the context's `points`
-        // scalars and first + n <= points; `s.scalars` holds `chunk >= n` scalars; digit
+        // msm.cu in number, order and layout. Bounds: `scalars` holds at least offset + n
+        // scalars (the callers' chunks) and first + n <= points; `s.scalars` holds `chunk >= n` scalars; digit
         // keys are below `s.keys` (the length of counts, cursors and buckets); at most
         // n * windows <= `s.entries` digits are scattered; pass p writes at most
         // 2 * `s.segments[p]` partials, which fit its output buffer (sized in Scratch::new);
@@ -526,7 +555,7 @@ impl MsmContext {
         unsafe {
             gpu.launch(&kernels.scalars_canonical, per_scalar)
                 .buffer(scalars)
-                .value(&first64)
+                .value(&offset64)
                 .value(&n64)
                 .buffer_mut(&mut s.scalars)
                 .run()?;
@@ -648,6 +677,14 @@ impl MsmContext {
     }
 }
 
+/// Writes each scalar's Montgomery-form limbs (arkworks' `Fr` representation) into `limbs`.
+fn fill_limbs(limbs: &mut [u64], scalars: &[Fr]) {
+    limbs
+        .par_chunks_mut(4)
+        .zip(scalars.par_iter())
+        .for_each(|(out, scalar)| out.copy_from_slice(&scalar.0.0));
+}
+
 /// Computes `2^(c j) P_i` for every window `j >= 1` into the copies after the `n` bases.
 fn precompute_shifted(
     cuda: &Cuda,
@@ -703,6 +740,9 @@ struct Scratch {
     buckets: DeviceBuffer<DeviceXyzz>,
     group_sums: [DeviceBuffer<DeviceXyzz>; 2],
     result: DeviceBuffer<DeviceXyzz>,
+    /// The page-locked staging buffer and device buffer of [`MsmContext::msm`]'s scalar
+    /// uploads (allocated at its first call).
+    staged: Option<(PinnedBuffer<u64>, DeviceBuffer<u64>)>,
 }
 
 /// A pass's input (keys, points) and output (keys, points) partial buffers.
@@ -771,6 +811,7 @@ impl Scratch {
                 points((u64::from(bucket_sets) * groups).div_ceil(2))?,
             ],
             result: points(1)?,
+            staged: None,
             segments,
         })
     }

@@ -47,16 +47,21 @@ struct Report {
 }
 
 /// The GPU rows, or why there are none.
+/// The CPU runs' inputs and results, which the GPU runs are checked against.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+struct References<'a> {
+    stream: &'a prp::ChaCha8,
+    chacha: &'a chacha::Reference,
+    permutations: (&'a permutations::Workload, &'a permutations::Reference),
+    trees: &'a trees::Reference,
+    hints: &'a pir::Reference,
+    msm: &'a multiexp::Reference,
+}
+
 #[cfg(feature = "cuda")]
-fn gpu_rows(
-    args: &Args,
-    machine: &mut Machine,
-    stream: &prp::ChaCha8,
-    reference: &chacha::Reference,
-    permutations: (&permutations::Workload, &permutations::Reference),
-    tree_reference: &trees::Reference,
-    hint_reference: &pir::Reference,
-) -> Result<Vec<Row>, String> {
+fn gpu_rows(args: &Args, machine: &mut Machine, refs: &References) -> Result<Vec<Row>, String> {
+    let (stream, reference) = (refs.stream, refs.chacha);
+    let (tree_reference, hint_reference, msm_reference) = (refs.trees, refs.hints, refs.msm);
     if args.cpu_only {
         return Err("--cpu-only was given".to_owned());
     }
@@ -75,7 +80,7 @@ fn gpu_rows(
     let mut rows = chacha::cuda_rows(&cuda, chacha::Sizes::default(), stream, reference)
         .map_err(|e| e.to_string())?;
     eprintln!("running the permutations on the GPU ...");
-    let (work, reference) = permutations;
+    let (work, reference) = refs.permutations;
     rows.extend(permutations::cuda_rows(&cuda, work, reference).map_err(|e| e.to_string())?);
     eprintln!("running the Merkle trees on the GPU ...");
     let merkle_gpu = merkle::Cuda::on(cuda.gpu().clone()).map_err(|e| e.to_string())?;
@@ -83,19 +88,14 @@ fn gpu_rows(
     eprintln!("running the PIR hints on the GPU ...");
     let hints_gpu = pir_hints::Cuda::on(vec![cuda.gpu().clone()]).map_err(|e| e.to_string())?;
     rows.extend(pir::cuda_rows(&hints_gpu, hint_reference).map_err(|e| e.to_string())?);
+    eprintln!("running the MSM on the GPU ...");
+    let msm_gpu = msm::Cuda::on(cuda.gpu().clone()).map_err(|e| e.to_string())?;
+    rows.extend(multiexp::cuda_rows(&msm_gpu, msm_reference).map_err(|e| e.to_string())?);
     Ok(rows)
 }
 
 #[cfg(not(feature = "cuda"))]
-fn gpu_rows(
-    _: &Args,
-    _: &mut Machine,
-    _: &prp::ChaCha8,
-    _: &chacha::Reference,
-    _: (&permutations::Workload, &permutations::Reference),
-    _: &trees::Reference,
-    _: &pir::Reference,
-) -> Result<Vec<Row>, String> {
+fn gpu_rows(_: &Args, _: &mut Machine, _: &References) -> Result<Vec<Row>, String> {
     Err("built without the `cuda` feature".to_owned())
 }
 
@@ -123,17 +123,18 @@ fn run(args: &Args) -> Result<bool, String> {
     let (hint_rows, hint_reference) = pir::cpu_rows().map_err(|e| e.to_string())?;
     rows.extend(hint_rows);
     eprintln!("running the MSM on the CPU (ours and arkworks) ...");
-    rows.extend(multiexp::cpu_rows().map_err(|e| e.to_string())?);
+    let (msm_rows, msm_reference) = multiexp::cpu_rows().map_err(|e| e.to_string())?;
+    rows.extend(msm_rows);
     eprintln!("running ChaCha8 on the GPU ...");
-    match gpu_rows(
-        args,
-        &mut machine,
-        &stream,
-        &reference,
-        (&work, &prp_reference),
-        &tree_reference,
-        &hint_reference,
-    ) {
+    let refs = References {
+        stream: &stream,
+        chacha: &reference,
+        permutations: (&work, &prp_reference),
+        trees: &tree_reference,
+        hints: &hint_reference,
+        msm: &msm_reference,
+    };
+    match gpu_rows(args, &mut machine, &refs) {
         Ok(gpu) => rows.extend(gpu),
         Err(why) => machine.gpu_missing = Some(why),
     }

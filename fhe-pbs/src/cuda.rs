@@ -1,0 +1,891 @@
+//! The CUDA backend: the kernels of `kernels/cuda/fhe_pbs.cu`, run through `kernels`.
+//!
+//! # Keys on the device
+//!
+//! [`Cuda::new`] uploads, once, the key-switching key as it is (`u64`) and the bootstrap key
+//! in the Fourier domain: the CPU's [`FourierBootstrapKey`] (computed on the host with
+//! `rustfft`, the same twist convention as [`crate::fft`]) with the `N / 2` complex values of
+//! every polynomial permuted into bit-reversed order, because the device's forward FFT (a
+//! decimation in frequency) leaves its output bit-reversed and the inverse (a decimation in
+//! time) takes its input that way: pointwise products need no permutation at run time. The
+//! twist, untwist and twiddle tables are computed on the host exactly as `fft.rs` computes
+//! them and uploaded too. Lookup tables are uploaded as the CPU builds them
+//! ([`LookupTable::polynomial`]), so they are bit-exact by construction.
+//!
+//! # Pipeline
+//!
+//! Per chunk of ciphertexts: one upload, then key switch (for `KS_PBS`), modulus switch, blind
+//! rotation, sample extraction, each one launch on one stream, then one download. No round
+//! trip to the host between the stages. Chunks are sized from the free device memory (and
+//! [`Cuda::with_max_chunk`]).
+//!
+//! # Engines
+//!
+//! * [`Engine::Amortized`]: one thread block per bootstrap (256 threads, at least 3 blocks per
+//!   SM), many in flight; shared memory holds the `(k + 1) l` digit polynomials in the Fourier
+//!   domain and, when it fits, the accumulator (else it lives in the output buffer).
+//! * [`Engine::LowLatency`]: one Hopper thread-block cluster of `k + 1` blocks per bootstrap
+//!   (compute capability 9.0 and newer); block `c` owns accumulator polynomial `c` in its
+//!   shared memory and output column `c`, and reads the other blocks' Fourier digits through
+//!   distributed shared memory, with one hardware cluster barrier per CMux. Clusters rather
+//!   than a cooperative grid sync because a cluster barrier is a hardware barrier among a few
+//!   co-scheduled blocks (well under a microsecond), while a grid sync goes through global
+//!   memory atomics over the whole grid, which alone would take most of the 2 us budget of a
+//!   CMux. Where clusters are not available (older GPUs, `k > 3`, or parameters whose
+//!   cluster shared memory exceeds the device limit) this engine runs the amortized kernel;
+//!   [`Cuda::name`](crate::Bootstrapper::name) says which kernel runs.
+//! * [`Engine::Auto`]: the cluster kernel while the whole chunk fits one wave of clusters
+//!   (`count (k + 1) <= SMs`), the amortized kernel beyond.
+//!
+//! Supported: `k` from 1 to 3, `N` from 512 to 8192, the amortized kernel's shared memory
+//! `(k + 1) l N/2 * 16` bytes within the device's limit (227 KiB on Hopper).
+
+use std::f64::consts::PI;
+use std::sync::Arc;
+
+use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, source};
+
+use crate::Bootstrapper;
+use crate::error::Error;
+use crate::fft::FourierBootstrapKey;
+use crate::glwe::GlweCiphertext;
+use crate::keys::EvaluationKeys;
+use crate::lut::LookupTable;
+use crate::lwe::LweCiphertext;
+use crate::params::Parameters;
+use crate::polynomial::check_len;
+
+/// Output words per block of the key switch (`KS_THREADS` in fhe_pbs.cu).
+const KS_THREADS: u32 = 128;
+/// Ciphertexts per block of the key switch (`KS_TILE`).
+const KS_TILE: u32 = 8;
+/// Input coefficients whose digits a key-switch block stages at once (`KS_CHUNK`).
+const KS_CHUNK: u32 = 32;
+/// Threads per block of the amortized blind rotation (`FHE_AMORTIZED_THREADS`).
+const AMORTIZED_THREADS: u32 = 256;
+/// Threads per block of the cluster blind rotation (`FHE_CLUSTER_THREADS`).
+const CLUSTER_THREADS: u32 = 512;
+/// Threads per block of the element-wise kernels.
+const ELEMENTWISE_THREADS: u32 = 256;
+/// Fraction of the free device memory a chunk may use, in percent.
+const CHUNK_MEMORY_PERCENT: usize = 70;
+
+/// The kernels' `FheShape` parameter, passed by value.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct FheShape {
+    lwe_dimension: u32,
+    glwe_dimension: u32,
+    polynomial_size: u32,
+    log2_polynomial_size: u32,
+    base_log: u32,
+    level_count: u32,
+    ks_base_log: u32,
+    ks_level_count: u32,
+}
+
+// SAFETY: a `#[repr(C)]` struct of eight u32, laid out as `FheShape` in fhe_pbs.cu.
+unsafe impl DeviceRepr for FheShape {}
+
+/// Which blind-rotation kernel a [`Cuda`] engine runs (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Engine {
+    /// One thread-block cluster per bootstrap: lowest latency for 1 to ~10 ciphertexts.
+    LowLatency,
+    /// One thread block per bootstrap: highest throughput for large batches.
+    Amortized,
+    /// The low-latency kernel while a chunk fits one wave of clusters, the amortized beyond.
+    #[default]
+    Auto,
+}
+
+/// The keys and tables resident on the GPU, shared by the engines made from one upload.
+#[derive(Debug)]
+struct DeviceKeys {
+    /// The Fourier bootstrap key, `(re, im)` pairs, each polynomial bit-reversed.
+    bsk: DeviceBuffer<f64>,
+    /// The key-switching key, as [`crate::KeyswitchKey::as_slice`].
+    ksk: DeviceBuffer<u64>,
+    /// `w^j`, `j < N/2`.
+    twist: DeviceBuffer<f64>,
+    /// `w^-j / (N/2)`, `j < N/2`.
+    untwist: DeviceBuffer<f64>,
+    /// `exp(-2 pi i t / (N/2))`, `t < N/4`.
+    twiddles: DeviceBuffer<f64>,
+}
+
+/// The loaded kernels.
+#[derive(Debug, Clone)]
+struct Kernels {
+    keyswitch: Kernel,
+    modulus_switch: Kernel,
+    decompose: Kernel,
+    sample_extract: Kernel,
+    amortized: Kernel,
+    /// Whether the amortized kernel keeps its accumulator in shared memory (when it fits).
+    amortized_acc_in_shared: bool,
+    /// The cluster kernel for this `k`, when the device and parameters allow it.
+    cluster: Option<Kernel>,
+}
+
+/// The CUDA backend on one GPU: both keys resident in device memory, one [`Engine`].
+/// Cloning is cheap (the device keys are shared); [`Cuda::with_engine`] switches engines
+/// without uploading again.
+///
+/// ```no_run
+/// use fhe_pbs::{Bootstrapper, ClientKey, Csprng, Cuda, Engine, EvaluationKeys, LookupTable};
+///
+/// # fn main() -> Result<(), fhe_pbs::Error> {
+/// let params = fhe_pbs::PARAM_MESSAGE_2_CARRY_2;
+/// let mut rng = Csprng::from_seed([1; 32]);
+/// let client = ClientKey::generate(params, &mut rng);
+/// let keys = EvaluationKeys::generate(&client, &mut rng);
+/// let gpu = Cuda::new(&keys, Engine::LowLatency)?;
+/// let lut = LookupTable::new(&params, |m| (m + 1) % 16)?;
+/// let ct = client.encrypt(5, &mut rng)?;
+/// assert_eq!(client.decrypt(&gpu.keyswitch_bootstrap(&ct, &lut)?)?, 6);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Cuda {
+    gpu: Arc<Gpu>,
+    params: Parameters,
+    keys: Arc<DeviceKeys>,
+    kernels: Kernels,
+    engine: Engine,
+    max_chunk: usize,
+}
+
+/// The device-side representation of the `N` words of an element-wise stage.
+fn shape_of(params: &Parameters) -> FheShape {
+    let pbs = params.pbs_decomposition();
+    let ks = params.ks_decomposition();
+    let n = params.polynomial_size().0;
+    FheShape {
+        lwe_dimension: to_u32(params.lwe_dimension().0),
+        glwe_dimension: to_u32(params.glwe_dimension().0),
+        polynomial_size: to_u32(n),
+        log2_polynomial_size: n.trailing_zeros(),
+        base_log: to_u32(pbs.base_log.0),
+        level_count: to_u32(pbs.level_count.0),
+        ks_base_log: to_u32(ks.base_log.0),
+        ks_level_count: to_u32(ks.level_count.0),
+    }
+}
+
+/// Dimensions are bounded by [`Parameters`] (at most `2^13` for `N`, and LWE dimensions far
+/// below `2^32`); saturate rather than wrap if a caller ever passes more.
+fn to_u32(x: usize) -> u32 {
+    u32::try_from(x).unwrap_or(u32::MAX)
+}
+
+/// Complex values as `(re, im)` pairs, each polynomial of `half` values bit-reversed.
+fn bit_reversed_pairs(fourier: &FourierBootstrapKey, half: usize) -> Vec<f64> {
+    let data = fourier.as_slice();
+    let log = half.trailing_zeros();
+    let mut out = vec![0.0; 2 * data.len()];
+    for (poly_out, poly_in) in out.chunks_exact_mut(2 * half).zip(data.chunks_exact(half)) {
+        for (p, pair) in poly_out.chunks_exact_mut(2).enumerate() {
+            let source = p.reverse_bits() >> (usize::BITS - log);
+            pair[0] = poly_in[source].re;
+            pair[1] = poly_in[source].im;
+        }
+    }
+    out
+}
+
+/// The twist, untwist and twiddle tables (as `fft.rs` computes them), as `(re, im)` pairs.
+fn fft_tables(n: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let half = n / 2;
+    let scale = 1.0 / half as f64;
+    let mut twist = Vec::with_capacity(n);
+    let mut untwist = Vec::with_capacity(n);
+    for j in 0..half {
+        let (sin, cos) = (PI * j as f64 / n as f64).sin_cos();
+        twist.extend_from_slice(&[cos, sin]);
+        untwist.extend_from_slice(&[cos * scale, -sin * scale]);
+    }
+    let mut twiddles = Vec::with_capacity(half);
+    for t in 0..half / 2 {
+        let (sin, cos) = (2.0 * PI * t as f64 / half as f64).sin_cos();
+        twiddles.extend_from_slice(&[cos, -sin]);
+    }
+    (twist, untwist, twiddles)
+}
+
+/// What a pipeline run starts from and returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pipeline {
+    /// Big-key LWE in, small-key LWE out.
+    Keyswitch,
+    /// Small-key LWE in, big-key LWE out.
+    Bootstrap,
+    /// Big-key LWE in, big-key LWE out.
+    KeyswitchBootstrap,
+    /// Small-key LWE in, GLWE accumulator out.
+    BlindRotate,
+}
+
+impl Pipeline {
+    fn keyswitches(self) -> bool {
+        matches!(self, Pipeline::Keyswitch | Pipeline::KeyswitchBootstrap)
+    }
+
+    fn rotates(self) -> bool {
+        self != Pipeline::Keyswitch
+    }
+}
+
+impl Cuda {
+    /// The backend on the first visible GPU, uploading `keys` (the bootstrap key transformed
+    /// to the Fourier domain on the CPU first).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Gpu`] without a usable GPU, driver or NVRTC, or when the keys do not fit;
+    /// [`Error::InvalidParameter`] for `k > 3` or a decomposition whose shared memory exceeds
+    /// the device's limit.
+    pub fn new(keys: &EvaluationKeys, engine: Engine) -> Result<Self, Error> {
+        Self::on(Gpu::first()?, keys, engine)
+    }
+
+    /// As [`Cuda::new`], on a GPU handle the caller opened.
+    ///
+    /// # Errors
+    ///
+    /// As [`Cuda::new`].
+    pub fn on(gpu: Arc<Gpu>, keys: &EvaluationKeys, engine: Engine) -> Result<Self, Error> {
+        let params = *keys.parameters();
+        let k1 = params.glwe_dimension().0 + 1;
+        let n = params.polynomial_size().0;
+        if !(2..=4).contains(&k1) {
+            return Err(Error::InvalidParameter {
+                name: "glwe_dimension",
+                reason: format!("the CUDA backend supports k from 1 to 3, not {}", k1 - 1),
+            });
+        }
+        if !n.is_power_of_two() || !(512..=8192).contains(&n) {
+            return Err(Error::InvalidParameter {
+                name: "polynomial_size",
+                reason: format!("the CUDA backend supports N from 512 to 8192, not {n}"),
+            });
+        }
+        let kernels = Self::load_kernels(&gpu, &params)?;
+        let fourier = FourierBootstrapKey::new(keys.bootstrap_key())?;
+        let (twist, untwist, twiddles) = fft_tables(n);
+        let device_keys = DeviceKeys {
+            bsk: gpu.upload(&bit_reversed_pairs(&fourier, n / 2))?,
+            ksk: gpu.upload(keys.keyswitch_key().as_slice())?,
+            twist: gpu.upload(&twist)?,
+            untwist: gpu.upload(&untwist)?,
+            twiddles: gpu.upload(&twiddles)?,
+        };
+        Ok(Self {
+            gpu,
+            params,
+            keys: Arc::new(device_keys),
+            kernels,
+            engine,
+            max_chunk: usize::MAX,
+        })
+    }
+
+    fn load_kernels(gpu: &Gpu, params: &Parameters) -> Result<Kernels, Error> {
+        let k1 = params.glwe_dimension().0 + 1;
+        let load = |name: &str| gpu.kernel(&source::FHE_PBS, name);
+        let keyswitch = load("fhe_keyswitch")?;
+        let ks_levels = params.ks_decomposition().level_count.0;
+        let ks_bytes = KS_TILE as usize * KS_CHUNK as usize * ks_levels * 8;
+        allow_shared(&keyswitch, ks_bytes, "key-switch decomposition")?;
+        let amortized = load(&format!("fhe_blind_rotate_amortized_k{k1}"))?;
+        let amortized_acc_in_shared = amortized
+            .allow_shared_bytes(to_u32(amortized_shared_bytes(params, true)))
+            .is_ok();
+        if !amortized_acc_in_shared {
+            allow_shared(
+                &amortized,
+                amortized_shared_bytes(params, false),
+                "PBS decomposition (amortized kernel)",
+            )?;
+        }
+        let cluster = if gpu.info().compute_capability.major >= 9 {
+            let kernel = load(&format!("fhe_blind_rotate_cluster_k{k1}"))?;
+            // Too much shared memory for a cluster block: the amortized kernel serves.
+            kernel
+                .allow_shared_bytes(to_u32(cluster_shared_bytes(params)))
+                .ok()
+                .map(|()| kernel)
+        } else {
+            None
+        };
+        Ok(Kernels {
+            keyswitch,
+            modulus_switch: load("fhe_modulus_switch")?,
+            decompose: load("fhe_decompose")?,
+            sample_extract: load("fhe_sample_extract")?,
+            amortized,
+            amortized_acc_in_shared,
+            cluster,
+        })
+    }
+
+    /// The same device keys with another engine (no upload).
+    #[must_use]
+    pub fn with_engine(&self, engine: Engine) -> Self {
+        Self {
+            engine,
+            ..self.clone()
+        }
+    }
+
+    /// At most `max_chunk` ciphertexts per upload/launch/download round (at least 1; the
+    /// default is what the free device memory allows). For tests of the chunking path and
+    /// to bound device memory.
+    #[must_use]
+    pub fn with_max_chunk(&self, max_chunk: usize) -> Self {
+        Self {
+            max_chunk: max_chunk.max(1),
+            ..self.clone()
+        }
+    }
+
+    /// The engine.
+    #[must_use]
+    pub fn engine(&self) -> Engine {
+        self.engine
+    }
+
+    /// The GPU handle.
+    #[must_use]
+    pub fn gpu(&self) -> &Arc<Gpu> {
+        &self.gpu
+    }
+
+    /// Whether the thread-block-cluster kernel is available on this device for these
+    /// parameters (else [`Engine::LowLatency`] runs the amortized kernel).
+    #[must_use]
+    pub fn has_cluster_kernel(&self) -> bool {
+        self.kernels.cluster.is_some()
+    }
+
+    /// The blind rotation alone, as [`crate::Cpu::blind_rotate`]: the GLWE accumulator
+    /// before sample extraction.
+    ///
+    /// # Errors
+    ///
+    /// As [`Bootstrapper::bootstrap`].
+    pub fn blind_rotate(
+        &self,
+        ciphertext: &LweCiphertext,
+        lut: &LookupTable,
+    ) -> Result<GlweCiphertext, Error> {
+        let mut out = self.blind_rotate_batch(std::slice::from_ref(ciphertext), lut)?;
+        out.pop().ok_or(Error::DimensionMismatch {
+            what: "blind rotation outputs",
+            expected: 1,
+            got: 0,
+        })
+    }
+
+    /// [`Cuda::blind_rotate`] of a batch, all with the same table.
+    ///
+    /// # Errors
+    ///
+    /// As [`Bootstrapper::bootstrap_batch`].
+    pub fn blind_rotate_batch(
+        &self,
+        ciphertexts: &[LweCiphertext],
+        lut: &LookupTable,
+    ) -> Result<Vec<GlweCiphertext>, Error> {
+        let words = self.run(ciphertexts, Some(lut), Pipeline::BlindRotate)?;
+        let k = self.params.glwe_dimension();
+        let n = self.params.polynomial_size();
+        Ok(words
+            .into_iter()
+            .map(|w| GlweCiphertext::from_vec_unchecked(w, k, n))
+            .collect())
+    }
+
+    /// Checks every input of a pipeline run.
+    fn check(
+        &self,
+        ciphertexts: &[LweCiphertext],
+        lut: Option<&LookupTable>,
+        pipeline: Pipeline,
+    ) -> Result<(), Error> {
+        let params = &self.params;
+        for ct in ciphertexts {
+            if pipeline.keyswitches() {
+                check_len(
+                    "key-switch input LWE dimension",
+                    params.big_lwe_dimension().0,
+                    ct.dimension().0,
+                )?;
+            } else {
+                check_len(
+                    "bootstrap input LWE dimension",
+                    params.lwe_dimension().0,
+                    ct.dimension().0,
+                )?;
+            }
+        }
+        if let Some(lut) = lut {
+            check_len(
+                "lookup table polynomial size",
+                params.polynomial_size().0,
+                lut.polynomial_size().0,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Device bytes per ciphertext of a chunk.
+    fn bytes_per_ciphertext(&self) -> usize {
+        let big = self.params.big_lwe_dimension().0 + 1;
+        let small = self.params.lwe_dimension().0 + 1;
+        let glwe = (self.params.glwe_dimension().0 + 1) * self.params.polynomial_size().0;
+        8 * (2 * big + small + glwe) + 4 * small
+    }
+
+    /// Runs `pipeline` on every ciphertext, chunk by chunk; returns each output's words.
+    fn run(
+        &self,
+        ciphertexts: &[LweCiphertext],
+        lut: Option<&LookupTable>,
+        pipeline: Pipeline,
+    ) -> Result<Vec<Vec<u64>>, Error> {
+        self.check(ciphertexts, lut, pipeline)?;
+        if ciphertexts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let lut_buffer = match lut {
+            Some(lut) => Some(self.gpu.upload(lut.polynomial())?),
+            None => None,
+        };
+        let free = self.gpu.free_memory()?;
+        let fitting = (free / 100 * CHUNK_MEMORY_PERCENT / self.bytes_per_ciphertext()).max(1);
+        let chunk = fitting.min(self.max_chunk);
+        let mut out = Vec::with_capacity(ciphertexts.len());
+        for part in ciphertexts.chunks(chunk) {
+            out.extend(self.run_chunk(part, lut_buffer.as_ref(), pipeline)?);
+        }
+        Ok(out)
+    }
+
+    /// One upload, the launches of `pipeline`, one download.
+    fn run_chunk(
+        &self,
+        ciphertexts: &[LweCiphertext],
+        lut: Option<&DeviceBuffer<u64>>,
+        pipeline: Pipeline,
+    ) -> Result<Vec<Vec<u64>>, Error> {
+        let count = ciphertexts.len();
+        let width = ciphertexts.first().map_or(0, |c| c.as_slice().len());
+        let mut words = Vec::with_capacity(count * width);
+        for ct in ciphertexts {
+            words.extend_from_slice(ct.as_slice());
+        }
+        let input = self.gpu.upload(&words)?;
+        let small = if pipeline.keyswitches() {
+            self.keyswitch_device(&input, count)?
+        } else {
+            input
+        };
+        let (result, out_width) = match (pipeline.rotates(), lut) {
+            (true, Some(lut)) => {
+                let glwe = self.blind_rotate_device(&small, lut, count)?;
+                if pipeline == Pipeline::BlindRotate {
+                    let width =
+                        (self.params.glwe_dimension().0 + 1) * self.params.polynomial_size().0;
+                    (glwe, width)
+                } else {
+                    let extracted = self.sample_extract_device(&glwe, count)?;
+                    (extracted, self.params.big_lwe_dimension().0 + 1)
+                }
+            }
+            _ => (small, self.params.lwe_dimension().0 + 1),
+        };
+        let host = result.to_host()?;
+        Ok(host.chunks_exact(out_width).map(<[u64]>::to_vec).collect())
+    }
+
+    /// Key switch of `count` big-key ciphertexts on the device.
+    fn keyswitch_device(
+        &self,
+        input: &DeviceBuffer<u64>,
+        count: usize,
+    ) -> Result<DeviceBuffer<u64>, Error> {
+        let shape = shape_of(&self.params);
+        let out_width = self.params.lwe_dimension().0 + 1;
+        let mut output = self.gpu.alloc_zeroed::<u64>(count * out_width)?;
+        let in_dim = self.params.big_lwe_dimension().0 as u32;
+        let word_blocks = to_u32(out_width).div_ceil(KS_THREADS);
+        let ct_blocks = to_u32(count).div_ceil(KS_TILE);
+        // Split the input coefficients until the grid fills the GPU about four times over.
+        let target = 4 * self.gpu.info().sm_count;
+        let max_splits = in_dim.div_ceil(KS_CHUNK);
+        let splits = target
+            .div_ceil(word_blocks * ct_blocks)
+            .clamp(1, max_splits);
+        let inputs_per_split = in_dim.div_ceil(splits).div_ceil(KS_CHUNK) * KS_CHUNK;
+        let splits = in_dim.div_ceil(inputs_per_split);
+        let count_u32 = to_u32(count);
+        let ks_levels = self.params.ks_decomposition().level_count.0;
+        let grid = Grid {
+            blocks: word_blocks * ct_blocks * splits,
+            threads: KS_THREADS,
+            shared_bytes: to_u32(KS_TILE as usize * KS_CHUNK as usize * ks_levels * 8),
+        };
+        // SAFETY: the arguments match `fhe_keyswitch(FheShape, const u64*, const u64*, u64*,
+        // u32, u32, u32, u32)`; `input` holds `count` ciphertexts of kN + 1 words, the key
+        // kN l (n + 1) words, `output` count (n + 1) zeroed words; the kernel reads inputs
+        // only for ct < count and coefficients < kN, and writes words < n + 1 of
+        // ciphertexts < count; the shared memory is KS_TILE KS_CHUNK l i64 as it indexes.
+        unsafe {
+            self.gpu
+                .launch(&self.kernels.keyswitch, grid)
+                .value(&shape)
+                .buffer(input)
+                .buffer(&self.keys.ksk)
+                .buffer_mut(&mut output)
+                .value(&count_u32)
+                .value(&word_blocks)
+                .value(&ct_blocks)
+                .value(&inputs_per_split)
+                .run()?;
+        }
+        Ok(output)
+    }
+
+    /// Modulus switch, blind rotation; returns the `count` GLWE accumulators.
+    fn blind_rotate_device(
+        &self,
+        small: &DeviceBuffer<u64>,
+        lut: &DeviceBuffer<u64>,
+        count: usize,
+    ) -> Result<DeviceBuffer<u64>, Error> {
+        let switched = self.modulus_switch_device(small)?;
+        let k1 = self.params.glwe_dimension().0 + 1;
+        let n = self.params.polynomial_size().0;
+        let mut glwe = self.gpu.alloc_zeroed::<u64>(count * k1 * n)?;
+        let shape = shape_of(&self.params);
+        let use_cluster = match self.engine {
+            Engine::Amortized => false,
+            Engine::LowLatency => true,
+            Engine::Auto => count * k1 <= self.gpu.info().sm_count as usize,
+        };
+        match (&self.kernels.cluster, use_cluster) {
+            (Some(kernel), true) => {
+                let grid = Grid {
+                    blocks: to_u32(count * k1),
+                    threads: CLUSTER_THREADS.min(to_u32(n / 8)),
+                    shared_bytes: to_u32(cluster_shared_bytes(&self.params)),
+                };
+                // SAFETY: the arguments match `fhe_blind_rotate_cluster_k{K1}(FheShape, const
+                // u32*, const u64*, const double2*, const double2*, const double2*, const
+                // double2*, u64*)` with K1 = k + 1 (the kernel was loaded for this k);
+                // `switched` holds count (n + 1) values, `lut` N words, the key n (k + 1)^2 l
+                // N/2 complex values, the tables N/2, N/2 and N/4 complex values, `glwe`
+                // count (k + 1) N words; the grid has one cluster of k + 1 blocks per
+                // ciphertext, with the shared memory the kernel indexes (allowed at load).
+                unsafe {
+                    self.gpu
+                        .launch(kernel, grid)
+                        .value(&shape)
+                        .buffer(&switched)
+                        .buffer(lut)
+                        .buffer(&self.keys.bsk)
+                        .buffer(&self.keys.twist)
+                        .buffer(&self.keys.untwist)
+                        .buffer(&self.keys.twiddles)
+                        .buffer_mut(&mut glwe)
+                        .run()?;
+                }
+            }
+            _ => {
+                let in_shared = self.kernels.amortized_acc_in_shared;
+                let acc_in_shared = u32::from(in_shared);
+                let grid = Grid {
+                    blocks: to_u32(count),
+                    threads: AMORTIZED_THREADS.min(to_u32(n / 8)),
+                    shared_bytes: to_u32(amortized_shared_bytes(&self.params, in_shared)),
+                };
+                // SAFETY: as for the cluster kernel, with `fhe_blind_rotate_amortized_k{K1}`,
+                // whose last parameter is the u32 `acc_in_shared`; one block per ciphertext,
+                // with (k + 1) N words more shared memory exactly when `acc_in_shared` is set
+                // (allowed at load).
+                unsafe {
+                    self.gpu
+                        .launch(&self.kernels.amortized, grid)
+                        .value(&shape)
+                        .buffer(&switched)
+                        .buffer(lut)
+                        .buffer(&self.keys.bsk)
+                        .buffer(&self.keys.twist)
+                        .buffer(&self.keys.untwist)
+                        .buffer(&self.keys.twiddles)
+                        .buffer_mut(&mut glwe)
+                        .value(&acc_in_shared)
+                        .run()?;
+                }
+            }
+        }
+        Ok(glwe)
+    }
+
+    /// Every word of `input` switched to `2N`.
+    fn modulus_switch_device(&self, input: &DeviceBuffer<u64>) -> Result<DeviceBuffer<u32>, Error> {
+        let mut switched = self.gpu.alloc_zeroed::<u32>(input.len())?;
+        let words = input.len() as u64;
+        let log2_2n = self.params.polynomial_size().0.trailing_zeros() + 1;
+        let grid = Grid::cover(words, ELEMENTWISE_THREADS);
+        // SAFETY: the arguments match `fhe_modulus_switch(const u64*, u32*, u64, u32)`; both
+        // buffers hold `words` elements and the kernel's grid-stride loop stays below it.
+        unsafe {
+            self.gpu
+                .launch(&self.kernels.modulus_switch, grid)
+                .buffer(input)
+                .buffer_mut(&mut switched)
+                .value(&words)
+                .value(&log2_2n)
+                .run()?;
+        }
+        Ok(switched)
+    }
+
+    /// Sample extraction of `count` GLWE ciphertexts.
+    fn sample_extract_device(
+        &self,
+        glwe: &DeviceBuffer<u64>,
+        count: usize,
+    ) -> Result<DeviceBuffer<u64>, Error> {
+        let k = to_u32(self.params.glwe_dimension().0);
+        let n = to_u32(self.params.polynomial_size().0);
+        let width = self.params.big_lwe_dimension().0 + 1;
+        let mut lwe = self.gpu.alloc_zeroed::<u64>(count * width)?;
+        let count_u32 = to_u32(count);
+        let grid = Grid::cover((count * width) as u64, ELEMENTWISE_THREADS);
+        // SAFETY: the arguments match `fhe_sample_extract(const u64*, u64*, u32, u32, u32)`;
+        // `glwe` holds count (k + 1) N words and `lwe` count (kN + 1), the bounds the kernel
+        // indexes within.
+        unsafe {
+            self.gpu
+                .launch(&self.kernels.sample_extract, grid)
+                .buffer(glwe)
+                .buffer_mut(&mut lwe)
+                .value(&count_u32)
+                .value(&k)
+                .value(&n)
+                .run()?;
+        }
+        Ok(lwe)
+    }
+}
+
+/// Dynamic shared memory of the amortized blind rotation: `(k + 1) l` polynomials of `N/2`
+/// complex values, plus the `(k + 1) N` accumulator words when it lives there.
+fn amortized_shared_bytes(params: &Parameters, acc_in_shared: bool) -> usize {
+    let k1 = params.glwe_dimension().0 + 1;
+    let n = params.polynomial_size().0;
+    let levels = params.pbs_decomposition().level_count.0;
+    let acc = if acc_in_shared { k1 * n * 8 } else { 0 };
+    k1 * levels * n / 2 * 16 + acc
+}
+
+/// Dynamic shared memory of a cluster block: two buffers of `l` Fourier polynomials and one
+/// accumulator polynomial of `N` words.
+fn cluster_shared_bytes(params: &Parameters) -> usize {
+    let n = params.polynomial_size().0;
+    let levels = params.pbs_decomposition().level_count.0;
+    2 * levels * n / 2 * 16 + n * 8
+}
+
+/// Lets `kernel` use `bytes` of dynamic shared memory, or explains why it cannot.
+fn allow_shared(kernel: &Kernel, bytes: usize, what: &str) -> Result<(), Error> {
+    kernel
+        .allow_shared_bytes(to_u32(bytes))
+        .map_err(|e| Error::InvalidParameter {
+            name: "decomposition",
+            reason: format!("the {what} needs {bytes} bytes of shared memory per block: {e}"),
+        })
+}
+
+impl Bootstrapper for Cuda {
+    fn name(&self) -> String {
+        let kernel = match (self.engine, self.has_cluster_kernel()) {
+            (Engine::Amortized, _) | (_, false) => "amortized",
+            (Engine::LowLatency, true) => "low latency (clusters)",
+            (Engine::Auto, true) => "auto (clusters for small batches)",
+        };
+        format!("cuda: {} ({kernel})", self.gpu.info().name)
+    }
+
+    fn parameters(&self) -> &Parameters {
+        &self.params
+    }
+
+    fn keyswitch(&self, ciphertext: &LweCiphertext) -> Result<LweCiphertext, Error> {
+        first(self.keyswitch_batch(std::slice::from_ref(ciphertext))?)
+    }
+
+    fn bootstrap(
+        &self,
+        ciphertext: &LweCiphertext,
+        lut: &LookupTable,
+    ) -> Result<LweCiphertext, Error> {
+        first(self.bootstrap_batch(std::slice::from_ref(ciphertext), lut)?)
+    }
+
+    fn keyswitch_bootstrap(
+        &self,
+        ciphertext: &LweCiphertext,
+        lut: &LookupTable,
+    ) -> Result<LweCiphertext, Error> {
+        first(self.keyswitch_bootstrap_batch(std::slice::from_ref(ciphertext), lut)?)
+    }
+
+    fn keyswitch_batch(&self, ciphertexts: &[LweCiphertext]) -> Result<Vec<LweCiphertext>, Error> {
+        wrap_lwe(self.run(ciphertexts, None, Pipeline::Keyswitch)?)
+    }
+
+    fn bootstrap_batch(
+        &self,
+        ciphertexts: &[LweCiphertext],
+        lut: &LookupTable,
+    ) -> Result<Vec<LweCiphertext>, Error> {
+        wrap_lwe(self.run(ciphertexts, Some(lut), Pipeline::Bootstrap)?)
+    }
+
+    fn keyswitch_bootstrap_batch(
+        &self,
+        ciphertexts: &[LweCiphertext],
+        lut: &LookupTable,
+    ) -> Result<Vec<LweCiphertext>, Error> {
+        wrap_lwe(self.run(ciphertexts, Some(lut), Pipeline::KeyswitchBootstrap)?)
+    }
+}
+
+fn wrap_lwe(words: Vec<Vec<u64>>) -> Result<Vec<LweCiphertext>, Error> {
+    words.into_iter().map(LweCiphertext::from_vec).collect()
+}
+
+fn first(mut outputs: Vec<LweCiphertext>) -> Result<LweCiphertext, Error> {
+    outputs.pop().ok_or(Error::DimensionMismatch {
+        what: "GPU outputs",
+        expected: 1,
+        got: 0,
+    })
+}
+
+/// The integer stages on the device, for bit-exact comparison with the CPU functions of the
+/// same names ([`crate::modswitch::modulus_switch_lwe`], [`crate::decomposition::decompose_slice`],
+/// [`crate::glwe::sample_extract`]); the key switch is [`Bootstrapper::keyswitch_batch`].
+/// These are the kernels the pipeline runs (the decomposition kernel runs the device function
+/// that the key switch and, fused with the FFT, the blind rotation use). Lookup tables are
+/// not built on the device: the CPU's polynomial is uploaded as is.
+pub mod stages {
+    use super::{Cuda, ELEMENTWISE_THREADS, to_u32};
+    use crate::error::Error;
+    use crate::glwe::GlweCiphertext;
+    use crate::lwe::LweCiphertext;
+    use crate::params::DecompositionParams;
+    use crate::polynomial::check_len;
+    use kernels::Grid;
+
+    /// [`crate::modswitch::modulus_switch_lwe`] of every ciphertext (to `2N` of the engine's
+    /// parameters), on the device.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DimensionMismatch`] when the ciphertexts differ in dimension; [`Error::Gpu`].
+    pub fn modulus_switch(
+        cuda: &Cuda,
+        ciphertexts: &[LweCiphertext],
+    ) -> Result<Vec<Vec<usize>>, Error> {
+        let Some(width) = ciphertexts.first().map(|c| c.as_slice().len()) else {
+            return Ok(Vec::new());
+        };
+        let mut words = Vec::with_capacity(width * ciphertexts.len());
+        for ct in ciphertexts {
+            check_len("LWE ciphertext length", width, ct.as_slice().len())?;
+            words.extend_from_slice(ct.as_slice());
+        }
+        let input = cuda.gpu.upload(&words)?;
+        let switched = cuda.modulus_switch_device(&input)?.to_host()?;
+        Ok(switched
+            .chunks_exact(width)
+            .map(|c| c.iter().map(|&x| x as usize).collect())
+            .collect())
+    }
+
+    /// [`crate::decomposition::decompose_slice`] on the device: digit `j` of `input[i]` at
+    /// `out[j * input.len() + i]`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Gpu`].
+    pub fn decompose(
+        cuda: &Cuda,
+        input: &[u64],
+        params: DecompositionParams,
+    ) -> Result<Vec<i64>, Error> {
+        let levels = params.level_count.0;
+        if input.is_empty() {
+            return Ok(Vec::new());
+        }
+        let device_input = cuda.gpu.upload(input)?;
+        let mut output = cuda.gpu.alloc_zeroed::<i64>(input.len() * levels)?;
+        let len = input.len() as u64;
+        let base_log = to_u32(params.base_log.0);
+        let level_count = to_u32(levels);
+        let grid = Grid::cover(len, ELEMENTWISE_THREADS);
+        // SAFETY: the arguments match `fhe_decompose(const u64*, i64*, u64, u32, u32)`; the
+        // input holds `len` words and the output `len * level_count`, which the kernel's
+        // grid-stride loop stays within; `params` is a valid decomposition (b l <= 64).
+        unsafe {
+            cuda.gpu
+                .launch(&cuda.kernels.decompose, grid)
+                .buffer(&device_input)
+                .buffer_mut(&mut output)
+                .value(&len)
+                .value(&base_log)
+                .value(&level_count)
+                .run()?;
+        }
+        Ok(output.to_host()?)
+    }
+
+    /// [`crate::glwe::sample_extract`] of every GLWE ciphertext, on the device.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DimensionMismatch`] unless each has the engine's `k` and `N`; [`Error::Gpu`].
+    pub fn sample_extract(
+        cuda: &Cuda,
+        ciphertexts: &[GlweCiphertext],
+    ) -> Result<Vec<LweCiphertext>, Error> {
+        let params = &cuda.params;
+        let width = (params.glwe_dimension().0 + 1) * params.polynomial_size().0;
+        if ciphertexts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut words = Vec::with_capacity(width * ciphertexts.len());
+        for ct in ciphertexts {
+            check_len("GLWE ciphertext length", width, ct.as_slice().len())?;
+            check_len(
+                "GLWE polynomial size",
+                params.polynomial_size().0,
+                ct.polynomial_size().0,
+            )?;
+            words.extend_from_slice(ct.as_slice());
+        }
+        let glwe = cuda.gpu.upload(&words)?;
+        let lwe = cuda
+            .sample_extract_device(&glwe, ciphertexts.len())?
+            .to_host()?;
+        let out_width = params.big_lwe_dimension().0 + 1;
+        lwe.chunks_exact(out_width)
+            .map(|c| LweCiphertext::from_vec(c.to_vec()))
+            .collect()
+    }
+}

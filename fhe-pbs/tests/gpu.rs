@@ -1,0 +1,407 @@
+//! CPU-vs-GPU tests of the CUDA backend. Every test needs a CUDA GPU and fails (never skips)
+//! without one: run with `cargo test --release -p fhe-pbs --test gpu -- --include-ignored`.
+#![cfg(feature = "cuda")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use fhe_pbs::decomposition::decompose_slice;
+use fhe_pbs::glwe::sample_extract;
+use fhe_pbs::keyswitch::keyswitch;
+use fhe_pbs::modswitch::modulus_switch_lwe;
+use fhe_pbs::{
+    BlindRotationMode, Bootstrapper, ClientKey, Cpu, Csprng, Cuda, DecompositionParams, Engine,
+    Error, EvaluationKeys, GlweCiphertext, LookupTable, LweCiphertext, PARAM_MESSAGE_2_CARRY_2,
+    PARAM_TEST_INSECURE, Parameters, stages,
+};
+
+struct Setup {
+    name: &'static str,
+    client: ClientKey,
+    cpu: Cpu,
+    exact: Cpu,
+    gpu: Cuda,
+}
+
+fn setup(name: &'static str, params: Parameters, seed: u8) -> Setup {
+    let start = Instant::now();
+    let mut rng = Csprng::from_seed([seed; 32]);
+    let client = ClientKey::generate(params, &mut rng);
+    let keys = EvaluationKeys::generate(&client, &mut rng);
+    let gpu = Cuda::new(&keys, Engine::Amortized)
+        .unwrap_or_else(|e| panic!("{name}: the CUDA backend could not start: {e}"));
+    let cpu = Cpu::new(keys, BlindRotationMode::Fft).unwrap();
+    let exact = cpu.with_mode(BlindRotationMode::Exact).unwrap();
+    println!(
+        "{name}: keys and upload in {:.2?} on {} (cluster kernel: {})",
+        start.elapsed(),
+        gpu.name(),
+        gpu.has_cluster_kernel()
+    );
+    Setup {
+        name,
+        client,
+        cpu,
+        exact,
+        gpu,
+    }
+}
+
+fn test_set() -> &'static Setup {
+    static SETUP: OnceLock<Setup> = OnceLock::new();
+    SETUP.get_or_init(|| setup("PARAM_TEST_INSECURE", PARAM_TEST_INSECURE, 21))
+}
+
+fn standard_set() -> &'static Setup {
+    static SETUP: OnceLock<Setup> = OnceLock::new();
+    SETUP.get_or_init(|| setup("PARAM_MESSAGE_2_CARRY_2", PARAM_MESSAGE_2_CARRY_2, 22))
+}
+
+fn both_sets() -> [&'static Setup; 2] {
+    [test_set(), standard_set()]
+}
+
+fn random_lwe(rng: &mut Csprng, dimension: usize) -> LweCiphertext {
+    let mut words = vec![0u64; dimension + 1];
+    rng.fill_uniform(&mut words);
+    LweCiphertext::from_vec(words).unwrap()
+}
+
+fn signed_distance(a: u64, b: u64) -> u64 {
+    (a.wrapping_sub(b) as i64).unsigned_abs()
+}
+
+fn log2(x: u64) -> f64 {
+    (x.max(1) as f64).log2()
+}
+
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn keyswitch_is_bit_exact() {
+    let mut rng = Csprng::from_seed([1; 32]);
+    for s in both_sets() {
+        let params = *s.gpu.parameters();
+        let ksk = s.cpu.keys().keyswitch_key();
+        let big = params.big_lwe_dimension().0;
+        // Single ciphertexts: random words (every digit pattern) and real encryptions.
+        for trial in 0..4 {
+            let ct = if trial % 2 == 0 {
+                random_lwe(&mut rng, big)
+            } else {
+                s.client.encrypt(trial as u64 % 4, &mut rng).unwrap()
+            };
+            let expected = keyswitch(ksk, &ct).unwrap();
+            let got = s.gpu.keyswitch(&ct).unwrap();
+            assert_eq!(
+                got, expected,
+                "{}: single key switch, trial {trial}",
+                s.name
+            );
+        }
+        for size in [3usize, 9, 37] {
+            let inputs: Vec<LweCiphertext> = (0..size).map(|_| random_lwe(&mut rng, big)).collect();
+            let got = s.gpu.keyswitch_batch(&inputs).unwrap();
+            assert_eq!(got.len(), size);
+            for (i, (ct, out)) in inputs.iter().zip(&got).enumerate() {
+                let expected = keyswitch(ksk, ct).unwrap();
+                if let Some(w) = (0..expected.as_slice().len())
+                    .find(|&w| expected.as_slice()[w] != out.as_slice()[w])
+                {
+                    panic!(
+                        "{}: batch of {size}, ciphertext {i}, word {w}: expected {:#x}, got {:#x}",
+                        s.name,
+                        expected.as_slice()[w],
+                        out.as_slice()[w]
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn integer_stages_are_bit_exact() {
+    let s = test_set();
+    let mut rng = Csprng::from_seed([2; 32]);
+    let params = *s.gpu.parameters();
+    // Modulus switch, including the rounding boundaries.
+    let mut inputs: Vec<LweCiphertext> = (0..5)
+        .map(|_| random_lwe(&mut rng, params.lwe_dimension().0))
+        .collect();
+    let step = 1u64 << (64 - 11); // 2^64 / 2N for N = 1024
+    for (i, w) in inputs[0].as_mut_slice().iter_mut().enumerate().take(64) {
+        *w = (i as u64 * step / 2).wrapping_add((i as u64 % 3).wrapping_sub(1));
+    }
+    inputs[1].as_mut_slice()[0] = u64::MAX;
+    let got = stages::modulus_switch(&s.gpu, &inputs).unwrap();
+    for (i, (ct, g)) in inputs.iter().zip(&got).enumerate() {
+        let expected = modulus_switch_lwe(ct, params.polynomial_size()).unwrap();
+        assert_eq!(g, &expected, "modulus switch of ciphertext {i}");
+    }
+    // Decomposition: random words and the tie cases of every level.
+    for (b, l) in [(4, 4), (23, 1), (16, 4), (7, 3), (64, 1), (1, 64), (3, 5)] {
+        let dp = DecompositionParams::new(b, l).unwrap();
+        let mut words: Vec<u64> = (0..1000).map(|_| rng.next_u64()).collect();
+        for level in 0..l {
+            let bit = 64 - (level + 1) * b; // weight of a digit of this level
+            let half = if b * (level + 1) <= 64 && b >= 1 {
+                1u64.checked_shl((bit + b - 1) as u32).unwrap_or(0)
+            } else {
+                0
+            };
+            words.push(half);
+            words.push(half | (1u64 << 63));
+            words.push(half.wrapping_mul(3));
+        }
+        words.extend([0, u64::MAX, 1 << 63, (1 << 63) - 1]);
+        let got = stages::decompose(&s.gpu, &words, dp).unwrap();
+        let mut expected = vec![0i64; words.len() * l];
+        decompose_slice(&words, dp, &mut expected).unwrap();
+        if let Some(i) = (0..expected.len()).find(|&i| expected[i] != got[i]) {
+            let (level, index) = (i / words.len(), i % words.len());
+            panic!(
+                "decomposition b = {b}, l = {l}: word {index} = {:#x}, level {level}: expected {}, \
+                 got {}",
+                words[index], expected[i], got[i]
+            );
+        }
+    }
+    // Sample extraction of random GLWE ciphertexts.
+    let n = params.polynomial_size();
+    let k = params.glwe_dimension();
+    let glwes: Vec<GlweCiphertext> = (0..3)
+        .map(|_| {
+            let mut words = vec![0u64; (k.0 + 1) * n.0];
+            rng.fill_uniform(&mut words);
+            GlweCiphertext::from_vec(words, k, n).unwrap()
+        })
+        .collect();
+    let got = stages::sample_extract(&s.gpu, &glwes).unwrap();
+    for (i, (g, out)) in glwes.iter().zip(&got).enumerate() {
+        assert_eq!(out, &sample_extract(g), "sample extraction of GLWE {i}");
+    }
+    // LUT: uploaded as the CPU builds it; the exact blind-rotation check below covers its use.
+}
+
+/// Every message (cycled) through `keyswitch_bootstrap_batch` with random tables, checks the
+/// decrypted value, and returns the outputs.
+fn check_batch(s: &Setup, gpu: &Cuda, size: usize, seed: u8) -> Vec<LweCiphertext> {
+    let params = *gpu.parameters();
+    let p = params.plaintext_modulus();
+    let mut rng = Csprng::from_seed([seed; 32]);
+    let table: Vec<u64> = (0..p).map(|_| rng.next_u64() % p).collect();
+    let lut = LookupTable::from_values(&params, &table).unwrap();
+    let messages: Vec<u64> = (0..size as u64).map(|i| i % p).collect();
+    let inputs: Vec<LweCiphertext> = messages
+        .iter()
+        .map(|&m| s.client.encrypt(m, &mut rng).unwrap())
+        .collect();
+    let start = Instant::now();
+    let outputs = gpu.keyswitch_bootstrap_batch(&inputs, &lut).unwrap();
+    let elapsed = start.elapsed();
+    assert_eq!(outputs.len(), size, "{}: output count", s.name);
+    for (i, (out, &m)) in outputs.iter().zip(&messages).enumerate() {
+        assert_eq!(out.dimension(), params.big_lwe_dimension());
+        let got = s.client.decrypt(out).unwrap();
+        assert_eq!(
+            got,
+            table[m as usize],
+            "{} / {:?}: batch of {size}, ciphertext {i}: f({m}) with table {table:?}: phase \
+             {:#x}",
+            s.name,
+            gpu.engine(),
+            s.client.phase(out).unwrap()
+        );
+    }
+    println!(
+        "{} / {:?}: {size} KS+PBS in {elapsed:.2?}",
+        s.name,
+        gpu.engine()
+    );
+    outputs
+}
+
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn bootstraps_decrypt_to_the_table_on_both_engines() {
+    for s in both_sets() {
+        for engine in [Engine::LowLatency, Engine::Amortized] {
+            let gpu = s.gpu.with_engine(engine);
+            let sizes: &[usize] = if s.name == "PARAM_TEST_INSECURE" || engine == Engine::Amortized
+            {
+                &[1, 3, 7, 100, 1000]
+            } else {
+                &[1, 3, 7, 100]
+            };
+            for (t, &size) in sizes.iter().enumerate() {
+                check_batch(s, &gpu, size, 30 + t as u8);
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn phases_are_close_to_the_exact_cpu_blind_rotation() {
+    let mut rng = Csprng::from_seed([4; 32]);
+    for s in both_sets() {
+        let params = *s.gpu.parameters();
+        let p = params.plaintext_modulus();
+        let table: Vec<u64> = (0..p).map(|m| (5 * m + 3) % p).collect();
+        let lut = LookupTable::from_values(&params, &table).unwrap();
+        let trials = if s.name == "PARAM_TEST_INSECURE" {
+            4
+        } else {
+            2
+        };
+        let inputs: Vec<LweCiphertext> = (0..trials)
+            .map(|m| s.client.encrypt_small(m as u64 % p, &mut rng).unwrap())
+            .collect();
+        let glwe_key = s.client.glwe_secret_key();
+        for engine in [Engine::LowLatency, Engine::Amortized] {
+            let gpu = s.gpu.with_engine(engine);
+            let accs = gpu.blind_rotate_batch(&inputs, &lut).unwrap();
+            let outs = gpu.bootstrap_batch(&inputs, &lut).unwrap();
+            let mut max_lwe = 0u64;
+            let mut max_glwe = 0u64;
+            for (i, ct) in inputs.iter().enumerate() {
+                let exact_acc = s.exact.blind_rotate(ct, &lut).unwrap();
+                let exact_phase = glwe_key.phase(&exact_acc).unwrap();
+                let gpu_phase = glwe_key.phase(&accs[i]).unwrap();
+                for (t, (&x, &y)) in gpu_phase.iter().zip(&exact_phase).enumerate() {
+                    let d = signed_distance(x, y);
+                    assert!(
+                        d < (params.delta() / 2) >> 6,
+                        "{} / {engine:?}: ciphertext {i}, GLWE phase coefficient {t}: gpu \
+                         {x:#x}, exact {y:#x} (distance 2^{:.1})",
+                        s.name,
+                        log2(d)
+                    );
+                    max_glwe = max_glwe.max(d);
+                }
+                let exact_out = s.exact.bootstrap(ct, &lut).unwrap();
+                let d = signed_distance(
+                    s.client.phase(&outs[i]).unwrap(),
+                    s.client.phase(&exact_out).unwrap(),
+                );
+                max_lwe = max_lwe.max(d);
+                assert_eq!(
+                    s.client.decrypt(&outs[i]).unwrap(),
+                    s.client.decrypt(&exact_out).unwrap(),
+                    "{} / {engine:?}: ciphertext {i} decrypts differently",
+                    s.name
+                );
+            }
+            println!(
+                "{} / {engine:?}: max |phase_gpu - phase_exact| = 2^{:.1} (LWE), 2^{:.1} (all \
+                 GLWE coefficients); delta / 2 = 2^{:.1}",
+                s.name,
+                log2(max_lwe),
+                log2(max_glwe),
+                log2(params.delta() / 2)
+            );
+            assert!(
+                max_lwe < (params.delta() / 2) >> 6,
+                "{}: LWE phase distance 2^{:.1}",
+                s.name,
+                log2(max_lwe)
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn keyswitch_bootstrap_matches_the_cpu_with_chunking() {
+    let mut rng = Csprng::from_seed([5; 32]);
+    for s in both_sets() {
+        let params = *s.gpu.parameters();
+        let p = params.plaintext_modulus();
+        let table: Vec<u64> = (0..p).map(|_| rng.next_u64() % p).collect();
+        let lut = LookupTable::from_values(&params, &table).unwrap();
+        let inputs: Vec<LweCiphertext> = (0..23)
+            .map(|i| s.client.encrypt(i % p, &mut rng).unwrap())
+            .collect();
+        let cpu = s.cpu.keyswitch_bootstrap_batch(&inputs, &lut).unwrap();
+        for engine in [Engine::LowLatency, Engine::Amortized, Engine::Auto] {
+            let gpu = s.gpu.with_engine(engine).with_max_chunk(5);
+            let out = gpu.keyswitch_bootstrap_batch(&inputs, &lut).unwrap();
+            let single = gpu.keyswitch_bootstrap(&inputs[7], &lut).unwrap();
+            assert_eq!(out.len(), inputs.len());
+            for (i, (g, c)) in out.iter().zip(&cpu).enumerate() {
+                assert_eq!(
+                    s.client.decrypt(g).unwrap(),
+                    s.client.decrypt(c).unwrap(),
+                    "{} / {engine:?} (chunks of 5): ciphertext {i}",
+                    s.name
+                );
+            }
+            assert_eq!(
+                s.client.decrypt(&single).unwrap(),
+                s.client.decrypt(&cpu[7]).unwrap()
+            );
+            // The chunked key switch is bit-exact too.
+            let small = gpu.keyswitch_batch(&inputs).unwrap();
+            let expected = s.cpu.keyswitch_batch(&inputs).unwrap();
+            assert_eq!(small, expected, "{}: chunked key switch", s.name);
+        }
+    }
+}
+
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn error_paths() {
+    let s = test_set();
+    let params = PARAM_TEST_INSECURE;
+    let mut rng = Csprng::from_seed([6; 32]);
+    let big = s.client.encrypt(1, &mut rng).unwrap();
+    let small = s.client.encrypt_small(1, &mut rng).unwrap();
+    let lut = LookupTable::new(&params, |m| m).unwrap();
+    let other_lut = LookupTable::new(&PARAM_MESSAGE_2_CARRY_2, |m| m).unwrap();
+    let gpu = &s.gpu;
+    assert!(matches!(
+        gpu.bootstrap(&big, &lut),
+        Err(Error::DimensionMismatch {
+            expected: 256,
+            got: 1024,
+            ..
+        })
+    ));
+    assert!(matches!(
+        gpu.keyswitch(&small),
+        Err(Error::DimensionMismatch {
+            expected: 1024,
+            got: 256,
+            ..
+        })
+    ));
+    assert!(matches!(
+        gpu.bootstrap(&small, &other_lut),
+        Err(Error::DimensionMismatch {
+            expected: 1024,
+            got: 2048,
+            ..
+        })
+    ));
+    assert!(matches!(
+        gpu.keyswitch_bootstrap_batch(&[big.clone(), small.clone()], &lut),
+        Err(Error::DimensionMismatch { .. })
+    ));
+    assert!(matches!(
+        gpu.bootstrap_batch(&[small.clone(), big.clone()], &lut),
+        Err(Error::DimensionMismatch { .. })
+    ));
+    assert!(gpu.bootstrap_batch(&[], &lut).unwrap().is_empty());
+    let glwe = GlweCiphertext::from_vec(
+        vec![0; 3 * 512],
+        params.glwe_dimension(),
+        fhe_pbs::PolynomialSize(768),
+    )
+    .unwrap();
+    assert!(matches!(
+        stages::sample_extract(gpu, &[glwe]),
+        Err(Error::DimensionMismatch { .. })
+    ));
+}
