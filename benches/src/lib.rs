@@ -2,6 +2,7 @@
 //! report table, and one module per primitive that runs it on every available backend.
 
 pub mod chacha;
+pub mod fhe;
 pub mod merkle;
 pub mod msm;
 pub mod pir;

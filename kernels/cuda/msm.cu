@@ -8,9 +8,9 @@
 //   4. msm_scatter_digits: every nonzero digit's point reference, grouped by bucket key;
 //   5. msm_accumulate_affine, then msm_accumulate_xyzz until one segment is left: a
 //      segmented reduction of the sorted list. Each thread sums a fixed number of entries,
-//      so skewed buckets cost no more than even ones; runs that end inside a segment are
-//      complete buckets and are stored, the first and last run of each segment become
-//      partial sums for the next pass;
+//      so skewed buckets cost no more than even ones; complete runs are stored as bucket
+//      sums, runs cut by segment boundaries go on as partial sums to the next pass (see
+//      accumulate below);
 //   6. msm_bucket_reduce: sum_b (b + 1) * B_b per window by running sums over groups of
 //      buckets, then msm_sum_groups until one point per window is left;
 //   7. msm_combine_windows: sum_j 2^(c j) S_j (skipped when the bases carry precomputed
@@ -81,8 +81,12 @@ struct DigitLayout {
     u32 point_stride;  // point references per window (0: every window reads the same bases)
 };
 
-// Counts nonzero digits per bucket key; lanes with equal keys add once per warp.
-extern "C" __global__ void msm_count_digits(const u32* scalars, DigitLayout layout, u32* counts) {
+// Calls visit(key, ref) for every window of every scalar: the digit's bucket key (NO_KEY for
+// a zero digit or a lane past the end) and its point reference. Every lane of a warp makes
+// the same calls, so `visit` may use warp-wide intrinsics.
+template <typename Visit>
+__device__ __forceinline__ void for_each_digit(const u32* scalars, const DigitLayout& layout,
+                                               Visit visit) {
     u32 lane = threadIdx.x % 32;
     for (u64 base = global_thread_index() - lane; base < layout.n; base += grid_thread_count()) {
         u64 i = base + lane;
@@ -94,12 +98,21 @@ extern "C" __global__ void msm_count_digits(const u32* scalars, DigitLayout layo
         for (u32 w = 0; w < layout.windows; w++) {
             int d = next_digit(s, w, layout.window_bits, carry);
             u32 key = (live && d != 0) ? w * layout.key_stride + (u32)abs(d) - 1 : NO_KEY;
-            u32 peers = __match_any_sync(FULL_MASK, key);
-            if (key != NO_KEY && lane == (u32)(__ffs(peers) - 1)) {
-                atomicAdd(&counts[key], (u32)__popc(peers));
-            }
+            u32 ref = (u32)(w * layout.point_stride + layout.first + i) | (d < 0 ? NEGATIVE_BIT : 0u);
+            visit(key, ref);
         }
     }
+}
+
+// Counts nonzero digits per bucket key; lanes with equal keys add once per warp.
+extern "C" __global__ void msm_count_digits(const u32* scalars, DigitLayout layout, u32* counts) {
+    u32 lane = threadIdx.x % 32;
+    for_each_digit(scalars, layout, [&](u32 key, u32) {
+        u32 peers = __match_any_sync(FULL_MASK, key);
+        if (key != NO_KEY && lane == (u32)(__ffs(peers) - 1)) {
+            atomicAdd(&counts[key], (u32)__popc(peers));
+        }
+    });
 }
 
 // The bucket offsets: an exclusive prefix sum of the counts in three kernels. Tiles of
@@ -200,28 +213,17 @@ extern "C" __global__ void msm_scatter_digits(const u32* scalars, DigitLayout la
                                               u32* cursors, u32* sorted_keys, u32* sorted_points) {
     u32 lane = threadIdx.x % 32;
     u32 lanes_below = (1u << lane) - 1;
-    for (u64 base = global_thread_index() - lane; base < layout.n; base += grid_thread_count()) {
-        u64 i = base + lane;
-        bool live = i < layout.n;
-        u32 s[FR_LIMBS];
-#pragma unroll
-        for (int j = 0; j < FR_LIMBS; j++) s[j] = live ? scalars[i * FR_LIMBS + j] : 0;
-        u32 carry = 0;
-        for (u32 w = 0; w < layout.windows; w++) {
-            int d = next_digit(s, w, layout.window_bits, carry);
-            u32 key = (live && d != 0) ? w * layout.key_stride + (u32)abs(d) - 1 : NO_KEY;
-            u32 peers = __match_any_sync(FULL_MASK, key);
-            u32 leader = __ffs(peers) - 1;
-            u32 slot = 0;
-            if (key != NO_KEY && lane == leader) slot = atomicAdd(&cursors[key], (u32)__popc(peers));
-            slot = __shfl_sync(FULL_MASK, slot, leader) + __popc(peers & lanes_below);
-            if (key != NO_KEY) {
-                sorted_keys[slot] = key;
-                sorted_points[slot] = (u32)(w * layout.point_stride + layout.first + i) |
-                                      (d < 0 ? NEGATIVE_BIT : 0u);
-            }
+    for_each_digit(scalars, layout, [&](u32 key, u32 ref) {
+        u32 peers = __match_any_sync(FULL_MASK, key);
+        u32 leader = __ffs(peers) - 1;
+        u32 slot = 0;
+        if (key != NO_KEY && lane == leader) slot = atomicAdd(&cursors[key], (u32)__popc(peers));
+        slot = __shfl_sync(FULL_MASK, slot, leader) + __popc(peers & lanes_below);
+        if (key != NO_KEY) {
+            sorted_keys[slot] = key;
+            sorted_points[slot] = ref;
         }
-    }
+    });
 }
 
 __device__ __forceinline__ Affine load_entry(const Affine* bases, const u32* refs, u32 e) {

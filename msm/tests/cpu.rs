@@ -154,33 +154,8 @@ fn batch_equals_single_msms() {
 
 #[test]
 fn errors() {
-    let bases = random_bases(5, 25);
-    let scalars = random_scalars(6, 26);
     let cpu = Cpu::new();
-    assert!(matches!(
-        cpu.msm(&bases, &scalars),
-        Err(Error::LengthMismatch {
-            bases: 5,
-            scalars: 6
-        })
-    ));
-    assert!(matches!(
-        cpu.msm(&bases, &scalars[..4]),
-        Err(Error::LengthMismatch {
-            bases: 5,
-            scalars: 4
-        })
-    ));
-    assert!(matches!(cpu.msm(&[], &[]), Err(Error::Empty)));
-    assert!(matches!(
-        cpu.msm_batch(&bases, &[&scalars[..5], &scalars[..3]]),
-        Err(Error::BatchLengthMismatch {
-            set: 1,
-            bases: 5,
-            scalars: 3
-        })
-    ));
-    assert!(matches!(cpu.msm_batch(&[], &[&[]]), Err(Error::Empty)));
+    common::check_trait_errors(&cpu);
     for bits in [0, MAX_WINDOW_BITS + 1] {
         let error = Cpu::with_window_bits(bits).unwrap_err();
         assert!(
@@ -188,13 +163,6 @@ fn errors() {
             "{error}"
         );
     }
-    // The messages say what is wrong.
-    let message = cpu.msm(&bases, &scalars).unwrap_err().to_string();
-    assert!(
-        message.contains("5 bases") && message.contains("6 scalars"),
-        "{message}"
-    );
-    assert!(cpu.msm(&[], &[]).unwrap_err().to_string().contains("empty"));
     assert!(cpu.name().starts_with("cpu"));
 }
 

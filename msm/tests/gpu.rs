@@ -172,24 +172,9 @@ fn batches_and_device_scalars() {
 fn errors() {
     let gpu = cuda();
     assert!(gpu.name().starts_with("cuda: "));
+    common::check_trait_errors(&gpu);
     let bases = random_bases(5, 8);
     let scalars = random_scalars(6, 9);
-    assert!(matches!(
-        gpu.msm(&bases, &scalars),
-        Err(Error::LengthMismatch {
-            bases: 5,
-            scalars: 6
-        })
-    ));
-    assert!(matches!(gpu.msm(&[], &[]), Err(Error::Empty)));
-    assert!(matches!(
-        gpu.msm_batch(&bases, &[&scalars[..5], &scalars[..2]]),
-        Err(Error::BatchLengthMismatch {
-            set: 1,
-            bases: 5,
-            scalars: 2
-        })
-    ));
     assert!(matches!(
         gpu.context(&[], ContextOptions::default()),
         Err(Error::Empty)

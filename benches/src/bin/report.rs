@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use benches::table::{self, Check, Row};
-use benches::{chacha, merkle as trees, msm as multiexp, pir, prp as permutations};
+use benches::{chacha, fhe, merkle as trees, msm as multiexp, pir, prp as permutations};
 use clap::Parser;
 use serde::Serialize;
 
@@ -56,6 +56,7 @@ struct References<'a> {
     trees: &'a trees::Reference,
     hints: &'a pir::Reference,
     msm: &'a multiexp::Reference,
+    fhe: &'a fhe::Reference,
 }
 
 #[cfg(feature = "cuda")]
@@ -91,6 +92,8 @@ fn gpu_rows(args: &Args, machine: &mut Machine, refs: &References) -> Result<Vec
     eprintln!("running the MSM on the GPU ...");
     let msm_gpu = msm::Cuda::on(cuda.gpu().clone()).map_err(|e| e.to_string())?;
     rows.extend(multiexp::cuda_rows(&msm_gpu, msm_reference).map_err(|e| e.to_string())?);
+    eprintln!("running TFHE KS+PBS on the GPU ...");
+    rows.extend(fhe::cuda_rows(cuda.gpu().clone(), refs.fhe).map_err(|e| e.to_string())?);
     Ok(rows)
 }
 
@@ -125,6 +128,9 @@ fn run(args: &Args) -> Result<bool, String> {
     eprintln!("running the MSM on the CPU (ours and arkworks) ...");
     let (msm_rows, msm_reference) = multiexp::cpu_rows().map_err(|e| e.to_string())?;
     rows.extend(msm_rows);
+    eprintln!("running TFHE KS+PBS on the CPU ...");
+    let (fhe_rows, fhe_reference) = fhe::cpu_rows().map_err(|e| e.to_string())?;
+    rows.extend(fhe_rows);
     eprintln!("running ChaCha8 on the GPU ...");
     let refs = References {
         stream: &stream,
@@ -133,6 +139,7 @@ fn run(args: &Args) -> Result<bool, String> {
         trees: &tree_reference,
         hints: &hint_reference,
         msm: &msm_reference,
+        fhe: &fhe_reference,
     };
     match gpu_rows(args, &mut machine, &refs) {
         Ok(gpu) => rows.extend(gpu),

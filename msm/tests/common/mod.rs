@@ -30,6 +30,50 @@ pub fn minus(k: u64) -> Fr {
     -Fr::from(k + 1)
 }
 
+/// The errors every backend gives through the trait: mismatched lengths (single and batch)
+/// and empty inputs, with messages that say what is wrong.
+pub fn check_trait_errors(backend: &dyn msm::MsmBackend) {
+    use msm::Error;
+    let bases = random_bases(5, 25);
+    let scalars = random_scalars(6, 26);
+    assert!(matches!(
+        backend.msm(&bases, &scalars),
+        Err(Error::LengthMismatch {
+            bases: 5,
+            scalars: 6
+        })
+    ));
+    assert!(matches!(
+        backend.msm(&bases, &scalars[..4]),
+        Err(Error::LengthMismatch {
+            bases: 5,
+            scalars: 4
+        })
+    ));
+    assert!(matches!(backend.msm(&[], &[]), Err(Error::Empty)));
+    assert!(matches!(
+        backend.msm_batch(&bases, &[&scalars[..5], &scalars[..3]]),
+        Err(Error::BatchLengthMismatch {
+            set: 1,
+            bases: 5,
+            scalars: 3
+        })
+    ));
+    assert!(matches!(backend.msm_batch(&[], &[&[]]), Err(Error::Empty)));
+    let message = backend.msm(&bases, &scalars).unwrap_err().to_string();
+    assert!(
+        message.contains("5 bases") && message.contains("6 scalars"),
+        "{message}"
+    );
+    assert!(
+        backend
+            .msm(&[], &[])
+            .unwrap_err()
+            .to_string()
+            .contains("empty")
+    );
+}
+
 /// One adversarial input: a name for failure messages, bases, scalars.
 pub struct Case {
     pub name: String,

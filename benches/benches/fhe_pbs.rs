@@ -1,0 +1,103 @@
+//! Criterion bench `fhe_pbs`: TFHE key switch (KS), programmable bootstrap (PBS) and KS+PBS on
+//! `PARAM_MESSAGE_2_CARRY_2`, on the CPU (FFT mode, rayon over batches) and on both CUDA
+//! engines.
+//!
+//! Ids are `<op>/<backend>` for one ciphertext (latency, host to host: upload, kernels,
+//! download) with op `ks`, `pbs`, `ks-pbs` and backend `cpu`, `cuda-low-latency`,
+//! `cuda-amortized`; and `ks-pbs-batch/<backend>/<size>` for batches of 1 to 16,384
+//! ciphertexts (GPU; the CPU up to 256), throughput in ciphertexts. Keys come from a fixed
+//! seed; every output is decrypted and checked once before timing.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use fhe_pbs::{
+    BlindRotationMode, Bootstrapper, ClientKey, Cpu, Csprng, EvaluationKeys, LookupTable,
+    LweCiphertext, PARAM_MESSAGE_2_CARRY_2,
+};
+
+/// Batch sizes of the throughput runs.
+const BATCHES: [usize; 5] = [1, 16, 256, 4096, 16384];
+/// The largest batch the CPU runs (16,384 bootstraps take minutes there).
+const CPU_MAX_BATCH: usize = 256;
+
+/// f(m) = m^2 + 1 mod 16.
+fn f(m: u64) -> u64 {
+    (m * m + 1) % 16
+}
+
+/// Times one backend: the three single-ciphertext operations and the batches up to `max`.
+fn bench_backend(
+    c: &mut Criterion,
+    name: &str,
+    backend: &dyn Bootstrapper,
+    client: &ClientKey,
+    inputs: &[LweCiphertext],
+    max: usize,
+) {
+    let params = PARAM_MESSAGE_2_CARRY_2;
+    let lut = LookupTable::new(&params, f).unwrap();
+    let big = &inputs[0];
+    let small = backend.keyswitch(big).unwrap();
+    let out = backend.keyswitch_bootstrap(big, &lut).unwrap();
+    assert_eq!(client.decrypt(&out).unwrap(), f(0), "{name}");
+
+    let mut group = c.benchmark_group("fhe_pbs");
+    group.sample_size(10);
+    group.bench_function(BenchmarkId::new("ks", name), |b| {
+        b.iter(|| backend.keyswitch(big).unwrap())
+    });
+    group.bench_function(BenchmarkId::new("pbs", name), |b| {
+        b.iter(|| backend.bootstrap(&small, &lut).unwrap())
+    });
+    group.bench_function(BenchmarkId::new("ks-pbs", name), |b| {
+        b.iter(|| backend.keyswitch_bootstrap(big, &lut).unwrap())
+    });
+    for size in BATCHES.into_iter().filter(|&s| s <= max) {
+        let batch = &inputs[..size];
+        let out = backend.keyswitch_bootstrap_batch(batch, &lut).unwrap();
+        for (i, ct) in out.iter().enumerate() {
+            assert_eq!(client.decrypt(ct).unwrap(), f(i as u64 % 16), "{name}, {i}");
+        }
+        group.throughput(Throughput::Elements(size as u64));
+        group.bench_function(
+            BenchmarkId::new(format!("ks-pbs-batch/{name}"), size),
+            |b| b.iter(|| backend.keyswitch_bootstrap_batch(batch, &lut).unwrap()),
+        );
+    }
+    group.finish();
+}
+
+fn fhe_pbs(c: &mut Criterion) {
+    let params = PARAM_MESSAGE_2_CARRY_2;
+    let mut rng = Csprng::from_seed([0x46; 32]);
+    let client = ClientKey::generate(params, &mut rng);
+    let keys = EvaluationKeys::generate(&client, &mut rng);
+    let inputs: Vec<LweCiphertext> = (0..BATCHES[BATCHES.len() - 1])
+        .map(|i| client.encrypt(i as u64 % 16, &mut rng).unwrap())
+        .collect();
+    let cpu = Cpu::new(keys.clone(), BlindRotationMode::Fft).unwrap();
+    bench_backend(c, "cpu", &cpu, &client, &inputs, CPU_MAX_BATCH);
+    cuda(c, &keys, &client, &inputs);
+}
+
+#[cfg(feature = "cuda")]
+fn cuda(c: &mut Criterion, keys: &EvaluationKeys, client: &ClientKey, inputs: &[LweCiphertext]) {
+    use fhe_pbs::{Cuda, Engine};
+    let amortized = match Cuda::new(keys, Engine::Amortized) {
+        Ok(gpu) => gpu,
+        Err(why) => {
+            eprintln!("fhe_pbs: no CUDA benches: {why}");
+            return;
+        }
+    };
+    let low_latency = amortized.with_engine(Engine::LowLatency);
+    let max = BATCHES[BATCHES.len() - 1];
+    bench_backend(c, "cuda-low-latency", &low_latency, client, inputs, 16);
+    bench_backend(c, "cuda-amortized", &amortized, client, inputs, max);
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda(_: &mut Criterion, _: &EvaluationKeys, _: &ClientKey, _: &[LweCiphertext]) {}
+
+criterion_group!(benches, fhe_pbs);
+criterion_main!(benches);
