@@ -60,6 +60,18 @@ fn main() -> Result<(), fhe_pbs::Error> {
             total / runs
         );
     }
+    // The two halves of one KS+PBS, host to host each: key switch alone, bootstrap alone.
+    let small = cpu.keyswitch(&ct)?;
+    for engine in [&low, &amortized] {
+        let (ks, pbs) = (
+            best_of(20, || engine.keyswitch(&ct))?,
+            best_of(20, || engine.bootstrap(&small, &lut))?,
+        );
+        println!(
+            "{:?}: one KS alone: best {ks:.3?}; one PBS alone: best {pbs:.3?}",
+            engine.engine()
+        );
+    }
     let t = Instant::now();
     let cpu_out = cpu.keyswitch_bootstrap(&ct, &lut)?;
     println!("cpu: one KS+PBS {:.3?}", t.elapsed());
@@ -88,12 +100,30 @@ fn main() -> Result<(), fhe_pbs::Error> {
             for (g, c) in out.iter().zip(&cpu_out) {
                 assert_eq!(client.decrypt(g)?, client.decrypt(c)?);
             }
+            let t = Instant::now();
+            engine.keyswitch_batch(&inputs)?;
+            let ks = t.elapsed();
             println!(
-                "{:?}: batch {size:>6}: {e:>10.3?}, {:>10.0} KS+PBS/s",
+                "{:?}: batch {size:>6}: {e:>10.3?}, {:>10.0} KS+PBS/s (KS alone {ks:.3?})",
                 engine.engine(),
                 size as f64 / e.as_secs_f64()
             );
         }
     }
     Ok(())
+}
+
+/// The shortest of `runs` calls of `f` (after one warm-up call).
+fn best_of<T>(
+    runs: usize,
+    mut f: impl FnMut() -> Result<T, fhe_pbs::Error>,
+) -> Result<Duration, fhe_pbs::Error> {
+    f()?;
+    let mut best = Duration::MAX;
+    for _ in 0..runs {
+        let t = Instant::now();
+        f()?;
+        best = best.min(t.elapsed());
+    }
+    Ok(best)
 }

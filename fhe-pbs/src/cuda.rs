@@ -8,8 +8,9 @@
 //! every polynomial permuted into bit-reversed order, because the device's forward FFT (a
 //! decimation in frequency) leaves its output bit-reversed and the inverse (a decimation in
 //! time) takes its input that way: pointwise products need no permutation at run time. The
-//! twist, untwist and twiddle tables are computed on the host exactly as `fft.rs` computes
-//! them and uploaded too. Lookup tables are uploaded as the CPU builds them
+//! twist and twiddle tables are computed on the host exactly as `fft.rs` computes them and
+//! uploaded too; the untwist is `conj(twist) / (N/2)`, applied on the device from the twist
+//! (exactly the same values: `N/2` is a power of two). Lookup tables are uploaded as the CPU builds them
 //! ([`LookupTable::polynomial`]), so they are bit-exact by construction.
 //!
 //! # Pipeline
@@ -19,13 +20,26 @@
 //! trip to the host between the stages. Chunks are sized from the free device memory (and
 //! [`Cuda::with_max_chunk`]).
 //!
+//! # FFT and key switch on the device
+//!
+//! The FFTs run in shared memory in passes of up to `log2 E` radix-2 stages held in registers
+//! (`E` values per thread-task), one round trip through shared memory and one barrier per pass;
+//! the polynomials are padded (one slot per `E` values) so that no pass has bank conflicts;
+//! the twiddles are copied into shared memory once per block (the cluster kernel stage by
+//! stage, so that consecutive threads read consecutive values); the inverse transform's last
+//! pass untwists, rounds and adds straight into the accumulator. The key switch stages the
+//! digits of 32 ciphertexts per block (8 for fewer than 32 ciphertexts), so that each key word
+//! read serves all of them.
+//!
 //! # Engines
 //!
-//! * [`Engine::Amortized`]: one thread block per bootstrap (256 threads, at least 3 blocks per
-//!   SM), many in flight; shared memory holds the `(k + 1) l` digit polynomials in the Fourier
-//!   domain and, when it fits, the accumulator (else it lives in the output buffer).
+//! * [`Engine::Amortized`]: one thread block per bootstrap (`(k + 1) N/32` threads, at most
+//!   512: FFT tasks of `E = 16` values), many in flight; shared memory holds the `(k + 1) l`
+//!   digit polynomials in the Fourier domain, the twiddles and, when it fits, the accumulator
+//!   (else it lives in the output buffer).
 //! * [`Engine::LowLatency`]: one Hopper thread-block cluster of `k + 1` blocks per bootstrap
-//!   (compute capability 9.0 and newer); block `c` owns accumulator polynomial `c` in its
+//!   (compute capability 9.0 and newer; `N/8` threads per block, at most 512: FFT tasks of
+//!   `E = 4` values); block `c` owns accumulator polynomial `c` in its
 //!   shared memory and output column `c`, and reads the other blocks' Fourier digits through
 //!   distributed shared memory, with one hardware cluster barrier per CMux. Clusters rather
 //!   than a cooperative grid sync because a cluster barrier is a hardware barrier among a few
@@ -38,7 +52,7 @@
 //!   (`count (k + 1) <= SMs`), the amortized kernel beyond.
 //!
 //! Supported: `k` from 1 to 3, `N` from 512 to 8192, the amortized kernel's shared memory
-//! `(k + 1) l N/2 * 16` bytes within the device's limit (227 KiB on Hopper).
+//! (about `(k + 1) l N/2 * 17` bytes) within the device's limit (227 KiB on Hopper).
 
 use std::f64::consts::PI;
 use std::sync::Arc;
@@ -57,14 +71,23 @@ use crate::polynomial::check_len;
 
 /// Output words per block of the key switch (`KS_THREADS` in fhe_pbs.cu).
 const KS_THREADS: u32 = 128;
-/// Ciphertexts per block of the key switch (`KS_TILE`).
-const KS_TILE: u32 = 8;
+/// Ciphertexts per block of the key switch (the `TILE` of `fhe_keyswitch_t8`) for a few
+/// ciphertexts.
+const KS_TILE_SMALL: u32 = 8;
+/// Ciphertexts per block of the key switch for batches (`fhe_keyswitch_t32`).
+const KS_TILE_LARGE: u32 = 32;
 /// Input coefficients whose digits a key-switch block stages at once (`KS_CHUNK`).
-const KS_CHUNK: u32 = 32;
-/// Threads per block of the amortized blind rotation (`FHE_AMORTIZED_THREADS`).
-const AMORTIZED_THREADS: u32 = 256;
+const KS_CHUNK: u32 = 16;
+/// At most this many threads per block of the amortized blind rotation
+/// (`FHE_AMORTIZED_MAX_THREADS`, so that its registers do not spill); it wants
+/// `(k + 1) N/2 / 16`, one per FFT task, and loops over the tasks beyond.
+const AMORTIZED_MAX_THREADS: u32 = 128;
+/// log2 of the values per FFT task of the amortized kernel (`FHE_AMORTIZED_LOG_E`).
+const AMORTIZED_LOG_E: u32 = 4;
 /// Threads per block of the cluster blind rotation (`FHE_CLUSTER_THREADS`).
 const CLUSTER_THREADS: u32 = 512;
+/// log2 of the values per FFT task of the cluster kernel (`FHE_CLUSTER_LOG_E`).
+const CLUSTER_LOG_E: u32 = 2;
 /// Threads per block of the element-wise kernels.
 const ELEMENTWISE_THREADS: u32 = 256;
 /// Fraction of the free device memory a chunk may use, in percent.
@@ -106,18 +129,22 @@ struct DeviceKeys {
     bsk: DeviceBuffer<f64>,
     /// The key-switching key, as [`crate::KeyswitchKey::as_slice`].
     ksk: DeviceBuffer<u64>,
-    /// `w^j`, `j < N/2`.
+    /// `w^j`, `j < N/2` (the untwist is `conj(w^j) / (N/2)`, computed from it exactly).
     twist: DeviceBuffer<f64>,
-    /// `w^-j / (N/2)`, `j < N/2`.
-    untwist: DeviceBuffer<f64>,
-    /// `exp(-2 pi i t / (N/2))`, `t < N/4`.
+    /// `exp(-2 pi i t / (N/2))`, `t < N/4` (the amortized kernel).
     twiddles: DeviceBuffer<f64>,
+    /// The same twiddles stage by stage: `W_{2h}^r` at `h - 1 + r` for `r < h`, `h` from 1 to
+    /// `N/4` (the cluster kernel: consecutive threads read consecutive values).
+    twiddles_staged: DeviceBuffer<f64>,
 }
 
 /// The loaded kernels.
 #[derive(Debug, Clone)]
 struct Kernels {
-    keyswitch: Kernel,
+    /// The key switch with 8 ciphertexts per block (few ciphertexts).
+    keyswitch_small: Kernel,
+    /// The key switch with 32 ciphertexts per block (batches).
+    keyswitch_large: Kernel,
     modulus_switch: Kernel,
     decompose: Kernel,
     sample_extract: Kernel,
@@ -194,23 +221,36 @@ fn bit_reversed_pairs(fourier: &FourierBootstrapKey, half: usize) -> Vec<f64> {
     out
 }
 
-/// The twist, untwist and twiddle tables (as `fft.rs` computes them), as `(re, im)` pairs.
-fn fft_tables(n: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+/// The twist and twiddle tables (as `fft.rs` computes them), as `(re, im)` pairs.
+fn fft_tables(n: usize) -> (Vec<f64>, Vec<f64>) {
     let half = n / 2;
-    let scale = 1.0 / half as f64;
     let mut twist = Vec::with_capacity(n);
-    let mut untwist = Vec::with_capacity(n);
     for j in 0..half {
         let (sin, cos) = (PI * j as f64 / n as f64).sin_cos();
         twist.extend_from_slice(&[cos, sin]);
-        untwist.extend_from_slice(&[cos * scale, -sin * scale]);
     }
     let mut twiddles = Vec::with_capacity(half);
     for t in 0..half / 2 {
         let (sin, cos) = (2.0 * PI * t as f64 / half as f64).sin_cos();
         twiddles.extend_from_slice(&[cos, -sin]);
     }
-    (twist, untwist, twiddles)
+    (twist, twiddles)
+}
+
+/// The twiddles stage by stage (`W_{2h}^r = twiddles[r N/2 / 2h]` at `h - 1 + r`), the same
+/// values as `twiddles`.
+fn staged_twiddles(twiddles: &[f64], n: usize) -> Vec<f64> {
+    let half = n / 2;
+    let mut out = Vec::with_capacity(2 * half);
+    let mut h = 1;
+    while h < half {
+        for r in 0..h {
+            let t = r * (half / (2 * h));
+            out.extend_from_slice(&twiddles[2 * t..2 * t + 2]);
+        }
+        h *= 2;
+    }
+    out
 }
 
 /// What a pipeline run starts from and returns.
@@ -272,12 +312,12 @@ impl Cuda {
         }
         let kernels = Self::load_kernels(&gpu, &params)?;
         let fourier = FourierBootstrapKey::new(keys.bootstrap_key())?;
-        let (twist, untwist, twiddles) = fft_tables(n);
+        let (twist, twiddles) = fft_tables(n);
         let device_keys = DeviceKeys {
             bsk: gpu.upload(&bit_reversed_pairs(&fourier, n / 2))?,
             ksk: gpu.upload(keys.keyswitch_key().as_slice())?,
             twist: gpu.upload(&twist)?,
-            untwist: gpu.upload(&untwist)?,
+            twiddles_staged: gpu.upload(&staged_twiddles(&twiddles, n))?,
             twiddles: gpu.upload(&twiddles)?,
         };
         Ok(Self {
@@ -293,10 +333,18 @@ impl Cuda {
     fn load_kernels(gpu: &Gpu, params: &Parameters) -> Result<Kernels, Error> {
         let k1 = params.glwe_dimension().0 + 1;
         let load = |name: &str| gpu.kernel(&source::FHE_PBS, name);
-        let keyswitch = load("fhe_keyswitch")?;
-        let ks_levels = params.ks_decomposition().level_count.0;
-        let ks_bytes = KS_TILE as usize * KS_CHUNK as usize * ks_levels * 8;
-        allow_shared(&keyswitch, ks_bytes, "key-switch decomposition")?;
+        let keyswitch_small = load("fhe_keyswitch_t8")?;
+        let keyswitch_large = load("fhe_keyswitch_t32")?;
+        allow_shared(
+            &keyswitch_small,
+            keyswitch_shared_bytes(params, KS_TILE_SMALL),
+            "key-switch decomposition",
+        )?;
+        allow_shared(
+            &keyswitch_large,
+            keyswitch_shared_bytes(params, KS_TILE_LARGE),
+            "key-switch decomposition",
+        )?;
         let amortized = load(&format!("fhe_blind_rotate_amortized_k{k1}"))?;
         let amortized_acc_in_shared = amortized
             .allow_shared_bytes(to_u32(amortized_shared_bytes(params, true)))
@@ -319,7 +367,8 @@ impl Cuda {
             None
         };
         Ok(Kernels {
-            keyswitch,
+            keyswitch_small,
+            keyswitch_large,
             modulus_switch: load("fhe_modulus_switch")?,
             decompose: load("fhe_decompose")?,
             sample_extract: load("fhe_sample_extract")?,
@@ -520,7 +569,12 @@ impl Cuda {
         let mut output = self.gpu.alloc_zeroed::<u64>(count * out_width)?;
         let in_dim = self.params.big_lwe_dimension().0 as u32;
         let word_blocks = to_u32(out_width).div_ceil(KS_THREADS);
-        let ct_blocks = to_u32(count).div_ceil(KS_TILE);
+        let (kernel, tile) = if count >= KS_TILE_LARGE as usize {
+            (&self.kernels.keyswitch_large, KS_TILE_LARGE)
+        } else {
+            (&self.kernels.keyswitch_small, KS_TILE_SMALL)
+        };
+        let ct_blocks = to_u32(count).div_ceil(tile);
         // Split the input coefficients until the grid fills the GPU about four times over.
         let target = 4 * self.gpu.info().sm_count;
         let max_splits = in_dim.div_ceil(KS_CHUNK);
@@ -530,20 +584,19 @@ impl Cuda {
         let inputs_per_split = in_dim.div_ceil(splits).div_ceil(KS_CHUNK) * KS_CHUNK;
         let splits = in_dim.div_ceil(inputs_per_split);
         let count_u32 = to_u32(count);
-        let ks_levels = self.params.ks_decomposition().level_count.0;
         let grid = Grid {
             blocks: word_blocks * ct_blocks * splits,
             threads: KS_THREADS,
-            shared_bytes: to_u32(KS_TILE as usize * KS_CHUNK as usize * ks_levels * 8),
+            shared_bytes: to_u32(keyswitch_shared_bytes(&self.params, tile)),
         };
-        // SAFETY: the arguments match `fhe_keyswitch(FheShape, const u64*, const u64*, u64*,
-        // u32, u32, u32, u32)`; `input` holds `count` ciphertexts of kN + 1 words, the key
+        // SAFETY: the arguments match `fhe_keyswitch_t{TILE}(FheShape, const u64*, const u64*,
+        // u64*, u32, u32, u32, u32)`, TILE = `tile`; `input` holds `count` ciphertexts of kN + 1 words, the key
         // kN l (n + 1) words, `output` count (n + 1) zeroed words; the kernel reads inputs
         // only for ct < count and coefficients < kN, and writes words < n + 1 of
-        // ciphertexts < count; the shared memory is KS_TILE KS_CHUNK l i64 as it indexes.
+        // ciphertexts < count; the shared memory is KS_CHUNK l TILE i64 as it indexes.
         unsafe {
             self.gpu
-                .launch(&self.kernels.keyswitch, grid)
+                .launch(kernel, grid)
                 .value(&shape)
                 .buffer(input)
                 .buffer(&self.keys.ksk)
@@ -578,14 +631,14 @@ impl Cuda {
             (Some(kernel), true) => {
                 let grid = Grid {
                     blocks: to_u32(count * k1),
-                    threads: CLUSTER_THREADS.min(to_u32(n / 8)),
+                    threads: CLUSTER_THREADS.min(to_u32(n / 2) >> CLUSTER_LOG_E),
                     shared_bytes: to_u32(cluster_shared_bytes(&self.params)),
                 };
                 // SAFETY: the arguments match `fhe_blind_rotate_cluster_k{K1}(FheShape, const
-                // u32*, const u64*, const double2*, const double2*, const double2*, const
-                // double2*, u64*)` with K1 = k + 1 (the kernel was loaded for this k);
-                // `switched` holds count (n + 1) values, `lut` N words, the key n (k + 1)^2 l
-                // N/2 complex values, the tables N/2, N/2 and N/4 complex values, `glwe`
+                // u32*, const u64*, const double2*, const double2*, const double2*, u64*)`
+                // with K1 = k + 1 (the kernel was loaded for this k); `switched` holds
+                // count (n + 1) values, `lut` N words, the key n (k + 1)^2 l N/2 complex
+                // values, the twist N/2 and the staged twiddles N/2 - 1 complex values, `glwe`
                 // count (k + 1) N words; the grid has one cluster of k + 1 blocks per
                 // ciphertext, with the shared memory the kernel indexes (allowed at load).
                 unsafe {
@@ -596,8 +649,7 @@ impl Cuda {
                         .buffer(lut)
                         .buffer(&self.keys.bsk)
                         .buffer(&self.keys.twist)
-                        .buffer(&self.keys.untwist)
-                        .buffer(&self.keys.twiddles)
+                        .buffer(&self.keys.twiddles_staged)
                         .buffer_mut(&mut glwe)
                         .run()?;
                 }
@@ -607,7 +659,7 @@ impl Cuda {
                 let acc_in_shared = u32::from(in_shared);
                 let grid = Grid {
                     blocks: to_u32(count),
-                    threads: AMORTIZED_THREADS.min(to_u32(n / 8)),
+                    threads: AMORTIZED_MAX_THREADS.min(to_u32(k1 * n / 2) >> AMORTIZED_LOG_E),
                     shared_bytes: to_u32(amortized_shared_bytes(&self.params, in_shared)),
                 };
                 // SAFETY: as for the cluster kernel, with `fhe_blind_rotate_amortized_k{K1}`,
@@ -622,7 +674,6 @@ impl Cuda {
                         .buffer(lut)
                         .buffer(&self.keys.bsk)
                         .buffer(&self.keys.twist)
-                        .buffer(&self.keys.untwist)
                         .buffer(&self.keys.twiddles)
                         .buffer_mut(&mut glwe)
                         .value(&acc_in_shared)
@@ -682,22 +733,38 @@ impl Cuda {
     }
 }
 
-/// Dynamic shared memory of the amortized blind rotation: `(k + 1) l` polynomials of `N/2`
-/// complex values, plus the `(k + 1) N` accumulator words when it lives there.
+/// Dynamic shared memory of the key switch with `tile` ciphertexts per block: the digits of
+/// `KS_CHUNK` coefficients (i64).
+fn keyswitch_shared_bytes(params: &Parameters, tile: u32) -> usize {
+    let ks_levels = params.ks_decomposition().level_count.0;
+    KS_CHUNK as usize * ks_levels * tile as usize * 8
+}
+
+/// Complex slots of one padded Fourier polynomial in shared memory: `N/2` values plus one
+/// pad slot per `2^log_e` (`padded` in fhe_pbs.cu).
+fn padded_slots(params: &Parameters, log_e: u32) -> usize {
+    let m = params.polynomial_size().0 / 2;
+    m + (m >> log_e)
+}
+
+/// Dynamic shared memory of the amortized blind rotation: `(k + 1) l` padded Fourier
+/// polynomials, the `N/4` twiddles, plus the `(k + 1) N` accumulator words when it lives
+/// there.
 fn amortized_shared_bytes(params: &Parameters, acc_in_shared: bool) -> usize {
     let k1 = params.glwe_dimension().0 + 1;
     let n = params.polynomial_size().0;
     let levels = params.pbs_decomposition().level_count.0;
     let acc = if acc_in_shared { k1 * n * 8 } else { 0 };
-    k1 * levels * n / 2 * 16 + acc
+    (k1 * levels * padded_slots(params, AMORTIZED_LOG_E) + n / 4) * 16 + acc
 }
 
-/// Dynamic shared memory of a cluster block: two buffers of `l` Fourier polynomials and one
-/// accumulator polynomial of `N` words.
+/// Dynamic shared memory of a cluster block: two buffers of `l` padded Fourier polynomials,
+/// the staged twiddles (`N/2` slots, `N/2 - 1` used) and one accumulator polynomial of `N`
+/// words.
 fn cluster_shared_bytes(params: &Parameters) -> usize {
     let n = params.polynomial_size().0;
     let levels = params.pbs_decomposition().level_count.0;
-    2 * levels * n / 2 * 16 + n * 8
+    (2 * levels * padded_slots(params, CLUSTER_LOG_E) + n / 2) * 16 + n * 8
 }
 
 /// Lets `kernel` use `bytes` of dynamic shared memory, or explains why it cannot.

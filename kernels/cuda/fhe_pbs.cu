@@ -122,21 +122,26 @@ extern "C" __global__ void fhe_sample_extract(const u64 *__restrict__ glwe, u64 
 
 // ---------------------------------------------------------------------------------------
 // Key switch: out = (0, ..., 0, b) - sum_{i, j} d_{i,j} KSK(i, j), keyswitch.rs's order-free
-// integer sum. A block computes KS_THREADS output words for KS_TILE ciphertexts over a range
-// of input coefficients (its split), staging the digits of KS_CHUNK coefficients at a time in
-// shared memory, and adds its partial sum with 64-bit atomics into the zeroed output (sums
-// mod 2^64 do not depend on the order, so the result is bit-exact). The grid is flattened:
+// integer sum. A block computes KS_THREADS output words for TILE ciphertexts over a range of
+// input coefficients (its split), staging the digits of KS_CHUNK coefficients at a time in
+// shared memory as [coefficient][level][ciphertext] (a thread reads the TILE digits of one
+// key row with 128-bit broadcast loads), and adds its partial sum with 64-bit atomics into
+// the zeroed output (sums mod 2^64 do not depend on the order, so the result is bit-exact).
+// Each key word read from global memory serves TILE ciphertexts: TILE = 32 for batches,
+// 8 for a few ciphertexts. The grid is flattened:
 // block = (split * ct_blocks + ct_block) * word_blocks + word_block.
 
 #define KS_THREADS 128
-#define KS_TILE 8
-#define KS_CHUNK 32
+#define KS_CHUNK 16
 
-extern "C" __global__ void __launch_bounds__(KS_THREADS)
-    fhe_keyswitch(const FheShape s, const u64 *__restrict__ input, const u64 *__restrict__ ksk,
-                  u64 *__restrict__ output, u32 count, u32 word_blocks, u32 ct_blocks,
-                  u32 inputs_per_split) {
-    extern __shared__ i64 ks_digits[];  // [KS_TILE][KS_CHUNK][levels]
+template <int TILE>
+__device__ __forceinline__ void keyswitch_tile(const FheShape &s, const u64 *__restrict__ input,
+                                               const u64 *__restrict__ ksk,
+                                               u64 *__restrict__ output, u32 count,
+                                               u32 word_blocks, u32 ct_blocks,
+                                               u32 inputs_per_split) {
+    extern __shared__ longlong2 ks_digits2[];  // [KS_CHUNK][levels][TILE] i64
+    i64 *ks_digits = (i64 *)ks_digits2;
     const u32 in_dim = s.glwe_dimension * s.polynomial_size;
     const u32 out_width = s.lwe_dimension + 1;
     const u32 levels = s.ks_level_count;
@@ -147,42 +152,47 @@ extern "C" __global__ void __launch_bounds__(KS_THREADS)
     const u32 ct_block = rest % ct_blocks;
     const u32 split = rest / ct_blocks;
     const u32 w = word_block * KS_THREADS + threadIdx.x;
-    const u32 ct0 = ct_block * KS_TILE;
+    const u32 ct0 = ct_block * TILE;
     const u32 i_begin = split * inputs_per_split;
     const u32 i_end = min(in_dim, i_begin + inputs_per_split);
 
-    u64 acc[KS_TILE];
+    u64 acc[TILE];
 #pragma unroll
-    for (int t = 0; t < KS_TILE; t++) acc[t] = 0;
+    for (int t = 0; t < TILE; t++) acc[t] = 0;
 
     for (u32 i0 = i_begin; i0 < i_end; i0 += KS_CHUNK) {
         const u32 chunk = min((u32)KS_CHUNK, i_end - i0);
         __syncthreads();  // the previous chunk's digits are consumed
-        for (u32 e = threadIdx.x; e < KS_TILE * chunk; e += KS_THREADS) {
+        for (u32 e = threadIdx.x; e < TILE * chunk; e += KS_THREADS) {
             const u32 t = e / chunk;
             const u32 ii = e % chunk;
             const u32 ct = ct0 + t;
             const u64 x = ct < count ? input[(u64)ct * (in_dim + 1) + i0 + ii] : 0;
             u64 state = decomposition_state(x, dropped);
-            i64 *d = ks_digits + ((u64)t * KS_CHUNK + ii) * levels;
-            for (u32 j = levels; j-- > 0;) d[j] = next_digit(state, b);
+            for (u32 j = levels; j-- > 0;) {
+                ks_digits[(ii * levels + j) * TILE + t] = next_digit(state, b);
+            }
         }
         __syncthreads();
         if (w < out_width) {
-            for (u32 ii = 0; ii < chunk; ii++) {
-                for (u32 j = 0; j < levels; j++) {
-                    const u64 key = ksk[((u64)(i0 + ii) * levels + j) * out_width + w];
+            const u64 *key = ksk + (u64)i0 * levels * out_width + w;
+            const u32 rows = chunk * levels;
+#pragma unroll 4
+            for (u32 f = 0; f < rows; f++) {
+                const u64 kv = __ldg(key + (u64)f * out_width);
+                const longlong2 *d = ks_digits2 + f * (TILE / 2);
 #pragma unroll
-                    for (int t = 0; t < KS_TILE; t++) {
-                        acc[t] += (u64)ks_digits[((u64)t * KS_CHUNK + ii) * levels + j] * key;
-                    }
+                for (int t2 = 0; t2 < TILE / 2; t2++) {
+                    const longlong2 dd = d[t2];
+                    acc[2 * t2] += (u64)dd.x * kv;
+                    acc[2 * t2 + 1] += (u64)dd.y * kv;
                 }
             }
         }
     }
     if (w < out_width) {
 #pragma unroll
-        for (int t = 0; t < KS_TILE; t++) {
+        for (int t = 0; t < TILE; t++) {
             const u32 ct = ct0 + t;
             if (ct >= count) continue;
             u64 v = 0ull - acc[t];
@@ -191,6 +201,19 @@ extern "C" __global__ void __launch_bounds__(KS_THREADS)
         }
     }
 }
+
+#define FHE_DEFINE_KEYSWITCH(TILE)                                                           \
+    extern "C" __global__ void __launch_bounds__(KS_THREADS)                                \
+        fhe_keyswitch_t##TILE(const FheShape s, const u64 *__restrict__ input,               \
+                              const u64 *__restrict__ ksk, u64 *__restrict__ output,         \
+                              u32 count, u32 word_blocks, u32 ct_blocks,                     \
+                              u32 inputs_per_split) {                                        \
+        keyswitch_tile<TILE>(s, input, ksk, output, count, word_blocks, ct_blocks,           \
+                             inputs_per_split);                                              \
+    }
+
+FHE_DEFINE_KEYSWITCH(8)
+FHE_DEFINE_KEYSWITCH(32)
 
 // ---------------------------------------------------------------------------------------
 // Complex f64 arithmetic and the shared-memory FFTs.
@@ -209,88 +232,57 @@ __device__ __forceinline__ double2 cmul_conj(double2 a, double2 b) {
     return make_double2(a.x * b.x + a.y * b.y, a.y * b.x - a.x * b.y);
 }
 
-// Forward DIF FFT of `polys` consecutive M-point polynomials in shared memory (M = 2^log2m,
-// log2m >= 2), natural order in, bit-reversed order out. tw[t] = exp(-2 pi i t / M), t < M/2.
-// Ends with __syncthreads(); the caller syncs before.
-__device__ void fft_forward(double2 *data, u32 polys, u32 log2m, const double2 *__restrict__ tw) {
-    const u32 m = 1u << log2m;
-    const u32 quarter_log = log2m - 2;
-    const u32 groups = polys << quarter_log;
-    u32 len_log = log2m;
-    for (; len_log >= 2; len_log -= 2) {
-        const u32 q_log = len_log - 2;
-        const u32 q = 1u << q_log;
-        const u32 stride_log = log2m - len_log;  // W_len^x = tw[x << stride_log]
-        for (u32 g = threadIdx.x; g < groups; g += blockDim.x) {
-            const u32 poly = g >> quarter_log;
-            const u32 gg = g & ((1u << quarter_log) - 1);
-            const u32 j = gg & (q - 1);
-            double2 *p = data + (poly << log2m) + ((gg >> q_log) << len_log) + j;
-            const double2 x0 = p[0], x1 = p[q], x2 = p[2 * q], x3 = p[3 * q];
-            const double2 w1 = tw[j << stride_log];
-            const double2 w3 = tw[(j + q) << stride_log];
-            const double2 w2 = tw[(2 * j) << stride_log];
-            const double2 a0 = cadd(x0, x2), a2 = cmul(csub(x0, x2), w1);
-            const double2 a1 = cadd(x1, x3), a3 = cmul(csub(x1, x3), w3);
-            p[0] = cadd(a0, a1);
-            p[q] = cmul(csub(a0, a1), w2);
-            p[2 * q] = cadd(a2, a3);
-            p[3 * q] = cmul(csub(a2, a3), w2);
-        }
-        __syncthreads();
-    }
-    if (len_log == 1) {  // one radix-2 stage of span 1 (twiddle 1)
-        const u32 pairs = polys << (log2m - 1);
-        for (u32 g = threadIdx.x; g < pairs; g += blockDim.x) {
-            double2 *p = data + 2 * g;
-            const double2 x0 = p[0], x1 = p[1];
-            p[0] = cadd(x0, x1);
-            p[1] = csub(x0, x1);
-        }
-        __syncthreads();
-    }
+// The shared-memory FFTs. A polynomial of M = 2^log2m complex values is stored padded: value
+// i at slot i + (i >> LOG_E), M + M / E slots per polynomial (E = 2^LOG_E), so that no pass
+// below has shared-memory bank conflicts. A pass does up to LOG_E radix-2 stages in registers
+// on E values per thread-task, then one round trip through shared memory and one
+// __syncthreads: log2m / LOG_E passes rounded up instead of one per radix-4 stage.
+//
+// The forward transform is a decimation in frequency (spans M, M/2, ..., 2): natural order
+// in, bit-reversed order out; full passes of LOG_E stages first, the remaining log2m mod
+// LOG_E stages last. The inverse (unnormalized, sign +) is the matching decimation in time
+// (spans 2, 4, ..., M): bit-reversed in, natural out, the partial pass first. A full pass
+// whose smallest half span is q = 2^q_log gives task u the values at
+// ((u >> q_log) << (q_log + LOG_E)) + (u mod q) + q e, e < E; a partial pass (q = 1) the E
+// consecutive values from u E, in groups of 2^B. The twiddles live in shared memory, either
+// as tw[t] = exp(-2 pi i t / M), t < M/2, W_{2h}^r = tw[r << (log2m - 1 - log2 h)] (the
+// amortized kernel: half the space), or STAGED: W_{2h}^r = tw[h - 1 + r], each stage's
+// twiddles consecutive, M - 1 values (the cluster kernel: no bank conflicts on them).
+
+template <int LOG_E>
+__device__ __forceinline__ u32 padded(u32 i) {
+    return i + (i >> LOG_E);
 }
 
-// Inverse (unnormalized, sign +) DIT FFT: bit-reversed order in, natural order out. Ends with
-// __syncthreads(); the caller syncs before.
-__device__ void fft_inverse(double2 *data, u32 polys, u32 log2m, const double2 *__restrict__ tw) {
-    const u32 quarter_log = log2m - 2;
-    const u32 groups = polys << quarter_log;
-    u32 cur_log = 0;  // spans below 2^cur_log are done
-    if (log2m & 1) {
-        const u32 pairs = polys << (log2m - 1);
-        for (u32 g = threadIdx.x; g < pairs; g += blockDim.x) {
-            double2 *p = data + 2 * g;
-            const double2 x0 = p[0], x1 = p[1];
-            p[0] = cadd(x0, x1);
-            p[1] = csub(x0, x1);
+// B radix-2 stages on the E values of one task: j0 = u mod q, the position of value e in its
+// span being j0 + q e (mod the span).
+template <int LOG_E, int B, bool INVERSE, bool STAGED>
+__device__ __forceinline__ void fft_stages(double2 (&x)[1 << LOG_E], u32 j0, u32 q_log,
+                                           u32 log2m, const double2 *tw) {
+    constexpr int E = 1 << LOG_E;
+#pragma unroll
+    for (int s = 0; s < B; s++) {
+        const int hbit = INVERSE ? s : B - 1 - s;  // half span h = q 2^hbit
+        const u32 tw_shift = log2m - 1 - (q_log + hbit);
+#pragma unroll
+        for (int mm = 0; mm < (1 << hbit); mm++) {
+            const u32 r = j0 + ((u32)mm << q_log);
+            const double2 w = STAGED ? tw[(1u << (q_log + hbit)) - 1 + r] : tw[r << tw_shift];
+#pragma unroll
+            for (int e = 0; e < E; e++) {
+                if ((e & ((2 << hbit) - 1)) != mm) continue;  // bit hbit clear, low bits mm
+                const int e2 = e | (1 << hbit);
+                const double2 a = x[e], c = x[e2];
+                if (INVERSE) {
+                    const double2 v = cmul_conj(c, w);
+                    x[e] = cadd(a, v);
+                    x[e2] = csub(a, v);
+                } else {
+                    x[e] = cadd(a, c);
+                    x[e2] = cmul(csub(a, c), w);
+                }
+            }
         }
-        __syncthreads();
-        cur_log = 1;
-    }
-    for (; cur_log < log2m; cur_log += 2) {
-        const u32 q_log = cur_log;
-        const u32 q = 1u << q_log;
-        const u32 len_log = cur_log + 2;
-        const u32 stride_log = log2m - len_log;
-        for (u32 g = threadIdx.x; g < groups; g += blockDim.x) {
-            const u32 poly = g >> quarter_log;
-            const u32 gg = g & ((1u << quarter_log) - 1);
-            const u32 j = gg & (q - 1);
-            double2 *p = data + (poly << log2m) + ((gg >> q_log) << len_log) + j;
-            const double2 x0 = p[0], x1 = p[q], x2 = p[2 * q], x3 = p[3 * q];
-            const double2 w2 = tw[(2 * j) << stride_log];
-            const double2 v1 = cmul_conj(x1, w2), v3 = cmul_conj(x3, w2);
-            const double2 a0 = cadd(x0, v1), a1 = csub(x0, v1);
-            const double2 a2 = cadd(x2, v3), a3 = csub(x2, v3);
-            const double2 u2 = cmul_conj(a2, tw[j << stride_log]);
-            const double2 u3 = cmul_conj(a3, tw[(j + q) << stride_log]);
-            p[0] = cadd(a0, u2);
-            p[2 * q] = csub(a0, u2);
-            p[q] = cadd(a1, u3);
-            p[3 * q] = csub(a1, u3);
-        }
-        __syncthreads();
     }
 }
 
@@ -303,10 +295,106 @@ __device__ __forceinline__ u64 wrap_f64(double x) {
     return (u64)(i64)y;
 }
 
+// One pass over `polys` padded polynomials at `data` (B stages, smallest half span 2^q_log).
+// With FUSE_ACC (the inverse's last pass), the natural-order results are not stored back but
+// untwisted (conj(twist) / M: untwist = conj(twist) / M exactly, M a power of two), rounded
+// and added to the accumulator polynomials `acc` (N words apart, polynomial p's N words at
+// acc + p N): acc[j] += round(Re), acc[j + M] += round(Im).
+template <int LOG_E, int B, bool INVERSE, bool FUSE_ACC, bool STAGED>
+__device__ __forceinline__ void fft_pass(double2 *data, u32 polys, u32 q_log, u32 log2m,
+                                         const double2 *tw, u64 *acc,
+                                         const double2 *__restrict__ twist) {
+    constexpr int E = 1 << LOG_E;
+    const u32 tasks_log = log2m - LOG_E;
+    const u32 pm = (1u << log2m) + (1u << tasks_log);
+    const u32 q = 1u << q_log;
+    for (u32 task = threadIdx.x; task < (polys << tasks_log); task += blockDim.x) {
+        const u32 poly = task >> tasks_log;
+        const u32 u = task & ((1u << tasks_log) - 1);
+        const u32 j0 = u & (q - 1);
+        const u32 base = ((u >> q_log) << (q_log + LOG_E)) + j0;
+        double2 *p = data + poly * pm;
+        double2 x[E];
+#pragma unroll
+        for (int e = 0; e < E; e++) x[e] = p[padded<LOG_E>(base + ((u32)e << q_log))];
+        fft_stages<LOG_E, B, INVERSE, STAGED>(x, j0, q_log, log2m, tw);
+        if (FUSE_ACC) {
+            const u32 m = 1u << log2m;
+            const double inv_m = 1.0 / (double)m;
+            u64 *a = acc + (u64)poly * 2 * m;
+#pragma unroll
+            for (int e = 0; e < E; e++) {
+                const u32 j = base + ((u32)e << q_log);
+                const double2 v = cmul_conj(x[e], __ldg(twist + j));
+                a[j] += wrap_f64(v.x * inv_m);
+                a[j + m] += wrap_f64(v.y * inv_m);
+            }
+        } else {
+#pragma unroll
+            for (int e = 0; e < E; e++) p[padded<LOG_E>(base + ((u32)e << q_log))] = x[e];
+        }
+    }
+}
+
+// A partial pass of `bits` (< LOG_E) stages, q = 1.
+template <int LOG_E, bool INVERSE, bool STAGED>
+__device__ __forceinline__ void fft_partial_pass(double2 *data, u32 polys, u32 bits, u32 log2m,
+                                                 const double2 *tw) {
+    switch (bits) {
+        case 1: fft_pass<LOG_E, 1, INVERSE, false, STAGED>(data, polys, 0, log2m, tw, 0, 0); break;
+        case 2:
+            if (LOG_E > 2)
+                fft_pass<LOG_E, (LOG_E > 2 ? 2 : 1), INVERSE, false, STAGED>(data, polys, 0, log2m,
+                                                                             tw, 0, 0);
+            break;
+        case 3:
+            if (LOG_E > 3)
+                fft_pass<LOG_E, (LOG_E > 3 ? 3 : 1), INVERSE, false, STAGED>(data, polys, 0, log2m,
+                                                                             tw, 0, 0);
+            break;
+        default: break;
+    }
+}
+
+// Forward DIF FFT of `polys` padded polynomials (natural in, bit-reversed out). Ends with
+// __syncthreads(); the caller syncs before.
+template <int LOG_E, bool STAGED>
+__device__ void fft_forward(double2 *data, u32 polys, u32 log2m, const double2 *tw) {
+    u32 hi = log2m;
+    for (; hi >= LOG_E; hi -= LOG_E) {
+        fft_pass<LOG_E, LOG_E, false, false, STAGED>(data, polys, hi - LOG_E, log2m, tw, 0, 0);
+        __syncthreads();
+    }
+    if (hi > 0) {
+        fft_partial_pass<LOG_E, false, STAGED>(data, polys, hi, log2m, tw);
+        __syncthreads();
+    }
+}
+
+// Inverse DIT FFT of `polys` padded polynomials (bit-reversed in), whose natural-order result
+// is untwisted, rounded and added to `acc` (fft_pass with FUSE_ACC). Ends with
+// __syncthreads(); the caller syncs before.
+template <int LOG_E, bool STAGED>
+__device__ void fft_inverse_add(double2 *data, u32 polys, u32 log2m, const double2 *tw,
+                                u64 *acc, const double2 *__restrict__ twist) {
+    u32 lo = log2m % LOG_E;
+    if (lo > 0) {
+        fft_partial_pass<LOG_E, true, STAGED>(data, polys, lo, log2m, tw);
+        __syncthreads();
+    }
+    for (; lo + LOG_E < log2m; lo += LOG_E) {
+        fft_pass<LOG_E, LOG_E, true, false, STAGED>(data, polys, lo, log2m, tw, 0, 0);
+        __syncthreads();
+    }
+    fft_pass<LOG_E, LOG_E, true, true, STAGED>(data, polys, lo, log2m, tw, acc, twist);
+    __syncthreads();
+}
+
 // Rotates, decomposes and twists the difference X^a p - p of one accumulator polynomial into
-// `levels` complex polynomials: dig[level * level_stride + j] for j < M, level 0 the most
-// significant, ready for fft_forward. The decomposition is fused: each thread owns
-// coefficients j and j + M and writes their digits straight into the transform's input.
+// `levels` complex polynomials: value j of level `level` (0 the most significant) at
+// dig[level * level_stride + padded(j)], ready for fft_forward. Each thread owns coefficients
+// j and j + M and writes their digits straight into the transform's input.
+template <int LOG_E>
 __device__ __forceinline__ void decompose_difference(const u64 *p, u32 a, const FheShape &s,
                                                      double2 *dig, u32 level_stride,
                                                      const double2 *__restrict__ twist) {
@@ -321,11 +409,12 @@ __device__ __forceinline__ void decompose_difference(const u64 *p, u32 a, const 
         const u64 hi = rotated(p, a, j + m, n_poly) - p[j + m];
         u64 state_lo = decomposition_state(lo, dropped);
         u64 state_hi = decomposition_state(hi, dropped);
-        const double2 w = twist[j];
+        const double2 w = __ldg(twist + j);
         for (u32 level = levels; level-- > 0;) {
             const i64 d_lo = next_digit(state_lo, b);
             const i64 d_hi = next_digit(state_hi, b);
-            dig[level * level_stride + j] = cmul(make_double2((double)d_lo, (double)d_hi), w);
+            dig[level * level_stride + padded<LOG_E>(j)] =
+                cmul(make_double2((double)d_lo, (double)d_hi), w);
         }
     }
 }
@@ -340,43 +429,44 @@ __device__ __forceinline__ void prefetch_key(const double2 *key, u32 polys, u32 
     }
 }
 
-// acc[j] += round(Re), acc[j + M] += round(Im) of out[j] untwisted (1/M included).
-__device__ __forceinline__ void add_backward(u64 *acc, const double2 *out, u32 m,
-                                             const double2 *__restrict__ untwist) {
-#pragma unroll 4
-    for (u32 j = threadIdx.x; j < m; j += blockDim.x) {
-        const double2 v = cmul(out[j], untwist[j]);
-        acc[j] += wrap_f64(v.x);
-        acc[j + m] += wrap_f64(v.y);
-    }
+// Copies `count` twiddles into shared memory (the caller syncs after).
+__device__ __forceinline__ void load_twiddles(double2 *tw_s, const double2 *__restrict__ tw,
+                                              u32 count) {
+    for (u32 t = threadIdx.x; t < count; t += blockDim.x) tw_s[t] = tw[t];
 }
 
 // ---------------------------------------------------------------------------------------
-// Blind rotation, amortized: one block per ciphertext, many in flight. The accumulator lives
-// in shared memory after the digits when `acc_in_shared` (the host checks that K1 N words
-// more fit), else in the output buffer (global memory); shared memory holds the K1 l digit
-// polynomials in the Fourier domain (K1 l M double2), whose first K1 slots then receive the
-// K1 output polynomials of the external product (each thread owns the same positions in the
-// pointwise product, so reading all rows before writing is race-free).
+// Blind rotation, amortized: one block per ciphertext, many in flight; FFT passes of 16
+// values per task (LOG_E = 4: three passes for M = 1024). Shared memory: the K1 l digit
+// polynomials in the Fourier domain (padded), whose first K1 slots then receive the K1 output
+// polynomials of the external product (each thread owns the same positions in the pointwise
+// product, so reading all rows before writing is race-free); the M/2 twiddles; and the
+// accumulator when `acc_in_shared` (the host checks that K1 N words more fit), else it lives
+// in the output buffer (global memory).
+
+#define FHE_AMORTIZED_LOG_E 4
 
 template <int K1>
 __device__ __forceinline__ void blind_rotate_amortized(
     const FheShape &s, const u32 *__restrict__ switched, const u64 *__restrict__ lut,
     const double2 *__restrict__ bsk, const double2 *__restrict__ twist,
-    const double2 *__restrict__ untwist, const double2 *__restrict__ tw, u64 *glwe,
-    u32 acc_in_shared) {
+    const double2 *__restrict__ tw, u64 *glwe, u32 acc_in_shared) {
+    constexpr int LOG_E = FHE_AMORTIZED_LOG_E;
     extern __shared__ double2 fhe_smem[];
-    double2 *dig = fhe_smem;
     const u32 n = s.lwe_dimension;
     const u32 n_poly = s.polynomial_size;
     const u32 m = n_poly >> 1;
     const u32 log2m = s.log2_polynomial_size - 1;
+    const u32 pm = m + (m >> LOG_E);
     const u32 rows = K1 * s.level_count;
+    double2 *dig = fhe_smem;
+    double2 *tw_s = fhe_smem + rows * pm;
     const u64 ct = blockIdx.x;
     const u32 *sw = switched + ct * (n + 1);
     u64 *const out_glwe = glwe + ct * (u64)K1 * n_poly;
-    u64 *const acc = acc_in_shared ? (u64 *)(fhe_smem + rows * m) : out_glwe;
+    u64 *const acc = acc_in_shared ? (u64 *)(tw_s + m / 2) : out_glwe;
 
+    load_twiddles(tw_s, tw, m / 2);
     // ACC = (0, ..., 0, X^{-b~} LUT)
     const u32 start = (2 * n_poly - sw[n]) & (2 * n_poly - 1);
     for (u32 t = threadIdx.x; t < n_poly; t += blockDim.x) {
@@ -393,53 +483,47 @@ __device__ __forceinline__ void blind_rotate_amortized(
         prefetch_key(ggsw, rows * K1, m);
 #pragma unroll
         for (int r = 0; r < K1; r++) {
-            decompose_difference(acc + r * n_poly, a, s, dig + r * m, K1 * m, twist);
+            decompose_difference<LOG_E>(acc + r * n_poly, a, s, dig + r * pm, K1 * pm, twist);
         }
         __syncthreads();
-        fft_forward(dig, rows, log2m, tw);
+        fft_forward<LOG_E, false>(dig, rows, log2m, tw_s);
 #pragma unroll 2
         for (u32 j = threadIdx.x; j < m; j += blockDim.x) {
+            const u32 pj = padded<LOG_E>(j);
             double2 out[K1];
 #pragma unroll
             for (int c = 0; c < K1; c++) out[c] = make_double2(0.0, 0.0);
             for (u32 row = 0; row < rows; row++) {
-                const double2 x = dig[row * m + j];
+                const double2 x = dig[row * pm + pj];
 #pragma unroll
                 for (int c = 0; c < K1; c++) {
-                    out[c] = cadd(out[c], cmul(x, ggsw[(u64)(row * K1 + c) * m + j]));
+                    out[c] = cadd(out[c], cmul(x, __ldg(ggsw + (u64)(row * K1 + c) * m + j)));
                 }
             }
 #pragma unroll
-            for (int c = 0; c < K1; c++) dig[c * m + j] = out[c];
+            for (int c = 0; c < K1; c++) dig[c * pm + pj] = out[c];
         }
         __syncthreads();
-        fft_inverse(dig, K1, log2m, tw);
-#pragma unroll
-        for (int c = 0; c < K1; c++) add_backward(acc + c * n_poly, dig + c * m, m, untwist);
-        __syncthreads();
+        fft_inverse_add<LOG_E, false>(dig, K1, log2m, tw_s, acc, twist);
     }
     if (acc_in_shared) {
         for (u32 t = threadIdx.x; t < K1 * n_poly; t += blockDim.x) out_glwe[t] = acc[t];
     }
 }
 
-#define FHE_AMORTIZED_THREADS 256
-// At least 3 blocks per SM (at most 85 registers per thread): latency-bound blocks need
-// company on their SM.
-#define FHE_AMORTIZED_MIN_BLOCKS 3
+// 128 threads at most (tasks beyond loop): up to 255 registers, the 16 values of a task and
+// their twiddles without spilling.
+#define FHE_AMORTIZED_MAX_THREADS 128
 
 #define FHE_DEFINE_AMORTIZED(K1)                                                              \
-    extern "C" __global__ void __launch_bounds__(FHE_AMORTIZED_THREADS,                      \
-                                                 FHE_AMORTIZED_MIN_BLOCKS)                   \
+    extern "C" __global__ void __launch_bounds__(FHE_AMORTIZED_MAX_THREADS)                  \
         fhe_blind_rotate_amortized_k##K1(const FheShape s, const u32 *__restrict__ switched, \
                                          const u64 *__restrict__ lut,                        \
                                          const double2 *__restrict__ bsk,                    \
                                          const double2 *__restrict__ twist,                  \
-                                         const double2 *__restrict__ untwist,                \
                                          const double2 *__restrict__ tw, u64 *glwe,          \
                                          u32 acc_in_shared) {                                \
-        blind_rotate_amortized<K1>(s, switched, lut, bsk, twist, untwist, tw, glwe,          \
-                                   acc_in_shared);                                           \
+        blind_rotate_amortized<K1>(s, switched, lut, bsk, twist, tw, glwe, acc_in_shared);   \
     }
 
 FHE_DEFINE_AMORTIZED(2)
@@ -449,17 +533,20 @@ FHE_DEFINE_AMORTIZED(4)
 // ---------------------------------------------------------------------------------------
 // Blind rotation, low latency (Hopper, sm_90+): one bootstrap per thread-block cluster of K1
 // blocks; block `rank` owns accumulator polynomial `rank` (in its shared memory) and output
-// column `rank` of the external product. Each CMux:
+// column `rank` of the external product. FFT passes of 4 values per task (LOG_E = 2: M/4
+// threads, for parallelism). Each CMux:
 //   1. rotate, decompose and twist the own polynomial into l digit polynomials (buffer
 //      `parity`), forward FFT them;                                   (block syncs only)
 //   2. one cluster barrier (release/acquire): every block's digits are ready;
 //   3. pointwise product of all K1 l digit polynomials, read through distributed shared
 //      memory, with the key rows of column `rank` (streamed from global memory), into the
 //      first polynomial of the *other* buffer;
-//   4. inverse FFT, round, add to the own accumulator polynomial.
+//   4. inverse FFT, round, add to the own accumulator polynomial (fused in the last pass).
 // The digit buffers alternate between CMuxes, so a block never overwrites digits another
 // block may still read: it writes buffer p again only after the next CMux's barrier, which
 // every block reaches after finishing its reads of buffer p. One cluster barrier per CMux.
+
+#define FHE_CLUSTER_LOG_E 2
 
 __device__ __forceinline__ u32 cluster_rank() {
     u32 rank;
@@ -485,20 +572,25 @@ template <int K1>
 __device__ __forceinline__ void blind_rotate_cluster(
     const FheShape &s, const u32 *__restrict__ switched, const u64 *__restrict__ lut,
     const double2 *__restrict__ bsk, const double2 *__restrict__ twist,
-    const double2 *__restrict__ untwist, const double2 *__restrict__ tw, u64 *glwe) {
+    const double2 *__restrict__ tw_staged, u64 *glwe) {
+    constexpr int LOG_E = FHE_CLUSTER_LOG_E;
     extern __shared__ double2 fhe_smem[];
     const u32 n = s.lwe_dimension;
     const u32 n_poly = s.polynomial_size;
     const u32 m = n_poly >> 1;
     const u32 log2m = s.log2_polynomial_size - 1;
+    const u32 pm = m + (m >> LOG_E);
     const u32 levels = s.level_count;
     const u32 rows = K1 * levels;
     const u32 rank = cluster_rank();
     const u64 ct = blockIdx.x / K1;
     const u32 *sw = switched + ct * (n + 1);
-    double2 *buffers[2] = {fhe_smem, fhe_smem + levels * m};
-    u64 *acc = (u64 *)(fhe_smem + 2 * levels * m);
+    double2 *const buffer0 = fhe_smem;
+    double2 *const buffer1 = fhe_smem + levels * pm;
+    double2 *tw_s = fhe_smem + 2 * levels * pm;
+    u64 *acc = (u64 *)(tw_s + m);
 
+    load_twiddles(tw_s, tw_staged, m - 1);
     const u32 start = (2 * n_poly - sw[n]) & (2 * n_poly - 1);
     for (u32 t = threadIdx.x; t < n_poly; t += blockDim.x) {
         acc[t] = rank == K1 - 1 ? rotated(lut, start, t, n_poly) : 0;
@@ -509,33 +601,32 @@ __device__ __forceinline__ void blind_rotate_cluster(
     for (u32 i = 0; i < n; i++) {
         const u32 a = sw[i];
         if (a == 0) continue;  // uniform over the cluster: every block skips it
-        double2 *mine = buffers[parity];
+        double2 *mine = parity ? buffer1 : buffer0;
+        double2 *out = parity ? buffer0 : buffer1;
         const double2 *ggsw = bsk + (u64)i * rows * K1 * m;
         // This block's column: rows (row K1 + rank) for every row; prefetch each polynomial.
         for (u32 row = 0; row < rows; row++) prefetch_key(ggsw + (u64)(row * K1 + rank) * m, 1, m);
-        decompose_difference(acc, a, s, mine, m, twist);
+        decompose_difference<LOG_E>(acc, a, s, mine, pm, twist);
         __syncthreads();
-        fft_forward(mine, levels, log2m, tw);
+        fft_forward<LOG_E, true>(mine, levels, log2m, tw_s);
         cluster_barrier();
-        double2 *out = buffers[parity ^ 1];
 #pragma unroll 4
         for (u32 j = threadIdx.x; j < m; j += blockDim.x) {
+            const u32 pj = padded<LOG_E>(j);
             double2 sum = make_double2(0.0, 0.0);
 #pragma unroll
             for (int r = 0; r < K1; r++) {
                 const double2 *theirs = map_shared_rank(mine, r);
                 for (u32 level = 0; level < levels; level++) {
                     const u32 row = level * K1 + r;
-                    sum = cadd(sum, cmul(theirs[level * m + j],
-                                         ggsw[(u64)(row * K1 + rank) * m + j]));
+                    sum = cadd(sum, cmul(theirs[level * pm + pj],
+                                         __ldg(ggsw + (u64)(row * K1 + rank) * m + j)));
                 }
             }
-            out[j] = sum;
+            out[pj] = sum;
         }
         __syncthreads();
-        fft_inverse(out, 1, log2m, tw);
-        add_backward(acc, out, m, untwist);
-        __syncthreads();
+        fft_inverse_add<LOG_E, true>(out, 1, log2m, tw_s, acc, twist);
         parity ^= 1;
     }
     // No block may exit (freeing its shared memory) while another still reads it.
@@ -554,9 +645,9 @@ __device__ __forceinline__ void blind_rotate_cluster(
                                            const u64 *__restrict__ lut,                      \
                                            const double2 *__restrict__ bsk,                  \
                                            const double2 *__restrict__ twist,                \
-                                           const double2 *__restrict__ untwist,              \
-                                           const double2 *__restrict__ tw, u64 *glwe) {      \
-        blind_rotate_cluster<K1>(s, switched, lut, bsk, twist, untwist, tw, glwe);           \
+                                           const double2 *__restrict__ tw_staged,            \
+                                           u64 *glwe) {                                      \
+        blind_rotate_cluster<K1>(s, switched, lut, bsk, twist, tw_staged, glwe);             \
     }
 
 FHE_DEFINE_CLUSTER(2)
