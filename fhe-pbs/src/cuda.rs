@@ -27,14 +27,20 @@
 //! the polynomials are padded (one slot per `E` values) so that no pass has bank conflicts;
 //! the twiddles are copied into shared memory once per block (the cluster kernel stage by
 //! stage, so that consecutive threads read consecutive values); the inverse transform's last
-//! pass untwists, rounds and adds straight into the accumulator. The key switch stages the
-//! digits of 32 ciphertexts per block (8 for fewer than 32 ciphertexts), so that each key word
-//! read serves all of them.
+//! pass untwists, rounds and adds straight into the accumulator. The blind rotations are
+//! compiled per parameter set: the host compiles the module with `k + 1`, `N` and the PBS level
+//! count defined (`FHE_K1`, `FHE_N`, `FHE_LEVELS`), so that the FFT size, the block size and
+//! the number of polynomials are compile-time constants in the kernels (named
+//! `fhe_blind_rotate_{cluster,amortized}_k{K1}_n{N}_l{L}`): their loops unroll fully and the
+//! index arithmetic folds into constants. NVRTC compiles one such module (a couple of seconds)
+//! on the first use of a parameter set; the disk cache of `kernels` keeps it. The key switch
+//! stages the digits of 32 ciphertexts per block (8 for fewer than 32 ciphertexts), so that
+//! each key word read serves all of them.
 //!
 //! # Engines
 //!
 //! * [`Engine::Amortized`]: one thread block per bootstrap (`(k + 1) N/32` threads, at most
-//!   512: FFT tasks of `E = 16` values), many in flight; shared memory holds the `(k + 1) l`
+//!   128: FFT tasks of `E = 16` values), many in flight; shared memory holds the `(k + 1) l`
 //!   digit polynomials in the Fourier domain, the twiddles and, when it fits, the accumulator
 //!   (else it lives in the output buffer).
 //! * [`Engine::LowLatency`]: one Hopper thread-block cluster of `k + 1` blocks per bootstrap
@@ -55,8 +61,9 @@
 //! (about `(k + 1) l N/2 * 17` bytes) within the device's limit (227 KiB on Hopper).
 
 use std::f64::consts::PI;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use kernels::source::Module;
 use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, source};
 
 use crate::Bootstrapper;
@@ -84,7 +91,8 @@ const KS_CHUNK: u32 = 16;
 const AMORTIZED_MAX_THREADS: u32 = 128;
 /// log2 of the values per FFT task of the amortized kernel (`FHE_AMORTIZED_LOG_E`).
 const AMORTIZED_LOG_E: u32 = 4;
-/// Threads per block of the cluster blind rotation (`FHE_CLUSTER_THREADS`).
+/// At most this many threads per block of the cluster blind rotation
+/// (`FHE_CLUSTER_MAX_THREADS`); it wants `N/2 / 4`, one per FFT task.
 const CLUSTER_THREADS: u32 = 512;
 /// log2 of the values per FFT task of the cluster kernel (`FHE_CLUSTER_LOG_E`).
 const CLUSTER_LOG_E: u32 = 2;
@@ -332,7 +340,10 @@ impl Cuda {
 
     fn load_kernels(gpu: &Gpu, params: &Parameters) -> Result<Kernels, Error> {
         let k1 = params.glwe_dimension().0 + 1;
-        let load = |name: &str| gpu.kernel(&source::FHE_PBS, name);
+        let n = params.polynomial_size().0;
+        let levels = params.pbs_decomposition().level_count.0;
+        let module = specialized_module(k1, n, levels);
+        let load = |name: &str| gpu.kernel(&module, name);
         let keyswitch_small = load("fhe_keyswitch_t8")?;
         let keyswitch_large = load("fhe_keyswitch_t32")?;
         allow_shared(
@@ -345,7 +356,7 @@ impl Cuda {
             keyswitch_shared_bytes(params, KS_TILE_LARGE),
             "key-switch decomposition",
         )?;
-        let amortized = load(&format!("fhe_blind_rotate_amortized_k{k1}"))?;
+        let amortized = load(&format!("fhe_blind_rotate_amortized_k{k1}_n{n}_l{levels}"))?;
         let amortized_acc_in_shared = amortized
             .allow_shared_bytes(to_u32(amortized_shared_bytes(params, true)))
             .is_ok();
@@ -357,7 +368,7 @@ impl Cuda {
             )?;
         }
         let cluster = if gpu.info().compute_capability.major >= 9 {
-            let kernel = load(&format!("fhe_blind_rotate_cluster_k{k1}"))?;
+            let kernel = load(&format!("fhe_blind_rotate_cluster_k{k1}_n{n}_l{levels}"))?;
             // Too much shared memory for a cluster block: the amortized kernel serves.
             kernel
                 .allow_shared_bytes(to_u32(cluster_shared_bytes(params)))
@@ -634,9 +645,10 @@ impl Cuda {
                     threads: CLUSTER_THREADS.min(to_u32(n / 2) >> CLUSTER_LOG_E),
                     shared_bytes: to_u32(cluster_shared_bytes(&self.params)),
                 };
-                // SAFETY: the arguments match `fhe_blind_rotate_cluster_k{K1}(FheShape, const
-                // u32*, const u64*, const double2*, const double2*, const double2*, u64*)`
-                // with K1 = k + 1 (the kernel was loaded for this k); `switched` holds
+                // SAFETY: the arguments match `fhe_blind_rotate_cluster_k{K1}_n{N}_l{L}(FheShape,
+                // const u32*, const u64*, const double2*, const double2*, const double2*, u64*)`
+                // with K1 = k + 1, N and L = l of these parameters (the kernel was loaded for
+                // them, and its block is the `min(512, N/8)` threads launched); `switched` holds
                 // count (n + 1) values, `lut` N words, the key n (k + 1)^2 l N/2 complex
                 // values, the twist N/2 and the staged twiddles N/2 - 1 complex values, `glwe`
                 // count (k + 1) N words; the grid has one cluster of k + 1 blocks per
@@ -662,8 +674,10 @@ impl Cuda {
                     threads: AMORTIZED_MAX_THREADS.min(to_u32(k1 * n / 2) >> AMORTIZED_LOG_E),
                     shared_bytes: to_u32(amortized_shared_bytes(&self.params, in_shared)),
                 };
-                // SAFETY: as for the cluster kernel, with `fhe_blind_rotate_amortized_k{K1}`,
-                // whose last parameter is the u32 `acc_in_shared`; one block per ciphertext,
+                // SAFETY: as for the cluster kernel, with
+                // `fhe_blind_rotate_amortized_k{K1}_n{N}_l{L}` (block: the
+                // `min(128, (k + 1) N/32)` threads launched), whose last parameter is the u32
+                // `acc_in_shared`; one block per ciphertext,
                 // with (k + 1) N words more shared memory exactly when `acc_in_shared` is set
                 // (allowed at load).
                 unsafe {
@@ -731,6 +745,30 @@ impl Cuda {
         }
         Ok(lwe)
     }
+}
+
+/// The fhe_pbs module compiled for one parameter set: the source with `FHE_K1`, `FHE_N` and
+/// `FHE_LEVELS` defined, so that the blind rotations' FFT size, polynomial count and levels
+/// are compile-time constants (their kernels are named `..._k{K1}_n{N}_l{L}`). One module per
+/// parameter set and process (NVRTC compiles it on first use, the disk cache keeps it).
+fn specialized_module(k1: usize, n: usize, levels: usize) -> Module {
+    static MODULES: Mutex<Vec<Module>> = Mutex::new(Vec::new());
+    let name = format!("{}_k{k1}_n{n}_l{levels}", source::FHE_PBS.name);
+    let mut modules = MODULES.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(module) = modules.iter().find(|m| m.name == name) {
+        return *module;
+    }
+    let text = format!(
+        "#define FHE_K1 {k1}\n#define FHE_N {n}\n#define FHE_LEVELS {levels}\n{}",
+        source::FHE_PBS.source
+    );
+    // Leaked once per parameter set: the GPU handle keys its loaded modules by a static name.
+    let module = Module {
+        name: Box::leak(name.into_boxed_str()),
+        source: Box::leak(text.into_boxed_str()),
+    };
+    modules.push(module);
+    module
 }
 
 /// Dynamic shared memory of the key switch with `tile` ciphertexts per block: the digits of

@@ -232,20 +232,25 @@ __device__ __forceinline__ double2 cmul_conj(double2 a, double2 b) {
     return make_double2(a.x * b.x + a.y * b.y, a.y * b.x - a.x * b.y);
 }
 
-// The shared-memory FFTs. A polynomial of M = 2^log2m complex values is stored padded: value
-// i at slot i + (i >> LOG_E), M + M / E slots per polynomial (E = 2^LOG_E), so that no pass
-// below has shared-memory bank conflicts. A pass does up to LOG_E radix-2 stages in registers
-// on E values per thread-task, then one round trip through shared memory and one
-// __syncthreads: log2m / LOG_E passes rounded up instead of one per radix-4 stage.
+// The shared-memory FFTs. Everything that fixes their shape is a compile-time constant (the
+// blind-rotation kernels are instantiated per parameter set, see the end of this file):
+// LOG2M = log2 M, the values per task E = 2^LOG_E, the block's THREADS and the number of
+// polynomials POLYS, so that every loop below unrolls and all index arithmetic folds.
+//
+// A polynomial of M = 2^LOG2M complex values is stored padded: value i at slot
+// i + (i >> LOG_E), M + M / E slots per polynomial, so that no pass below has shared-memory
+// bank conflicts. A pass does up to LOG_E radix-2 stages in registers on E values per
+// thread-task, then one round trip through shared memory and one __syncthreads: LOG2M / LOG_E
+// passes rounded up instead of one per radix-4 stage.
 //
 // The forward transform is a decimation in frequency (spans M, M/2, ..., 2): natural order
-// in, bit-reversed order out; full passes of LOG_E stages first, the remaining log2m mod
+// in, bit-reversed order out; full passes of LOG_E stages first, the remaining LOG2M mod
 // LOG_E stages last. The inverse (unnormalized, sign +) is the matching decimation in time
 // (spans 2, 4, ..., M): bit-reversed in, natural out, the partial pass first. A full pass
-// whose smallest half span is q = 2^q_log gives task u the values at
-// ((u >> q_log) << (q_log + LOG_E)) + (u mod q) + q e, e < E; a partial pass (q = 1) the E
+// whose smallest half span is q = 2^Q_LOG gives task u the values at
+// ((u >> Q_LOG) << (Q_LOG + LOG_E)) + (u mod q) + q e, e < E; a partial pass (q = 1) the E
 // consecutive values from u E, in groups of 2^B. The twiddles live in shared memory, either
-// as tw[t] = exp(-2 pi i t / M), t < M/2, W_{2h}^r = tw[r << (log2m - 1 - log2 h)] (the
+// as tw[t] = exp(-2 pi i t / M), t < M/2, W_{2h}^r = tw[r << (LOG2M - 1 - log2 h)] (the
 // amortized kernel: half the space), or STAGED: W_{2h}^r = tw[h - 1 + r], each stage's
 // twiddles consecutive, M - 1 values (the cluster kernel: no bank conflicts on them).
 
@@ -256,18 +261,17 @@ __device__ __forceinline__ u32 padded(u32 i) {
 
 // B radix-2 stages on the E values of one task: j0 = u mod q, the position of value e in its
 // span being j0 + q e (mod the span).
-template <int LOG_E, int B, bool INVERSE, bool STAGED>
-__device__ __forceinline__ void fft_stages(double2 (&x)[1 << LOG_E], u32 j0, u32 q_log,
-                                           u32 log2m, const double2 *tw) {
+template <int LOG2M, int LOG_E, int B, int Q_LOG, bool INVERSE, bool STAGED>
+__device__ __forceinline__ void fft_stages(double2 (&x)[1 << LOG_E], u32 j0, const double2 *tw) {
     constexpr int E = 1 << LOG_E;
 #pragma unroll
     for (int s = 0; s < B; s++) {
         const int hbit = INVERSE ? s : B - 1 - s;  // half span h = q 2^hbit
-        const u32 tw_shift = log2m - 1 - (q_log + hbit);
+        const u32 tw_shift = LOG2M - 1 - (Q_LOG + hbit);
 #pragma unroll
         for (int mm = 0; mm < (1 << hbit); mm++) {
-            const u32 r = j0 + ((u32)mm << q_log);
-            const double2 w = STAGED ? tw[(1u << (q_log + hbit)) - 1 + r] : tw[r << tw_shift];
+            const u32 r = j0 + ((u32)mm << Q_LOG);
+            const double2 w = STAGED ? tw[(1u << (Q_LOG + hbit)) - 1 + r] : tw[r << tw_shift];
 #pragma unroll
             for (int e = 0; e < E; e++) {
                 if ((e & ((2 << hbit) - 1)) != mm) continue;  // bit hbit clear, low bits mm
@@ -295,136 +299,134 @@ __device__ __forceinline__ u64 wrap_f64(double x) {
     return (u64)(i64)y;
 }
 
-// One pass over `polys` padded polynomials at `data` (B stages, smallest half span 2^q_log).
+// One pass over POLYS padded polynomials at `data` (B stages, smallest half span 2^Q_LOG).
 // With FUSE_ACC (the inverse's last pass), the natural-order results are not stored back but
 // untwisted (conj(twist) / M: untwist = conj(twist) / M exactly, M a power of two), rounded
 // and added to the accumulator polynomials `acc` (N words apart, polynomial p's N words at
 // acc + p N): acc[j] += round(Re), acc[j + M] += round(Im).
-template <int LOG_E, int B, bool INVERSE, bool FUSE_ACC, bool STAGED>
-__device__ __forceinline__ void fft_pass(double2 *data, u32 polys, u32 q_log, u32 log2m,
-                                         const double2 *tw, u64 *acc,
+template <int LOG2M, int LOG_E, int THREADS, int POLYS, int B, int Q_LOG, bool INVERSE,
+          bool FUSE_ACC, bool STAGED>
+__device__ __forceinline__ void fft_pass(double2 *data, const double2 *tw, u64 *acc,
                                          const double2 *__restrict__ twist) {
     constexpr int E = 1 << LOG_E;
-    const u32 tasks_log = log2m - LOG_E;
-    const u32 pm = (1u << log2m) + (1u << tasks_log);
-    const u32 q = 1u << q_log;
-    for (u32 task = threadIdx.x; task < (polys << tasks_log); task += blockDim.x) {
-        const u32 poly = task >> tasks_log;
-        const u32 u = task & ((1u << tasks_log) - 1);
-        const u32 j0 = u & (q - 1);
-        const u32 base = ((u >> q_log) << (q_log + LOG_E)) + j0;
-        double2 *p = data + poly * pm;
+    constexpr u32 TASKS_LOG = LOG2M - LOG_E;
+    constexpr u32 M = 1u << LOG2M;
+    constexpr u32 PM = M + (1u << TASKS_LOG);
+    constexpr u32 Q = 1u << Q_LOG;
+    constexpr u32 TOTAL = (u32)POLYS << TASKS_LOG;
+    // Fully unrolled while it stays small (at most 16 values per thread in flight), else
+    // rolled, so that large N or many polynomials neither spill nor bloat the code.
+    constexpr u32 TRIPS = (TOTAL + THREADS - 1) / THREADS;
+    constexpr int UNROLL = TRIPS * E <= 16 ? (int)TRIPS : 1;
+#pragma unroll UNROLL
+    for (u32 task = threadIdx.x; task < TOTAL; task += THREADS) {
+        const u32 poly = task >> TASKS_LOG;
+        const u32 u = task & ((1u << TASKS_LOG) - 1);
+        const u32 j0 = u & (Q - 1);
+        const u32 base = ((u >> Q_LOG) << (Q_LOG + LOG_E)) + j0;
+        double2 *p = data + poly * PM;
         double2 x[E];
 #pragma unroll
-        for (int e = 0; e < E; e++) x[e] = p[padded<LOG_E>(base + ((u32)e << q_log))];
-        fft_stages<LOG_E, B, INVERSE, STAGED>(x, j0, q_log, log2m, tw);
+        for (int e = 0; e < E; e++) x[e] = p[padded<LOG_E>(base + ((u32)e << Q_LOG))];
+        fft_stages<LOG2M, LOG_E, B, Q_LOG, INVERSE, STAGED>(x, j0, tw);
         if (FUSE_ACC) {
-            const u32 m = 1u << log2m;
-            const double inv_m = 1.0 / (double)m;
-            u64 *a = acc + (u64)poly * 2 * m;
+            const double inv_m = 1.0 / (double)M;
+            u64 *a = acc + (u64)poly * 2 * M;
 #pragma unroll
             for (int e = 0; e < E; e++) {
-                const u32 j = base + ((u32)e << q_log);
+                const u32 j = base + ((u32)e << Q_LOG);
                 const double2 v = cmul_conj(x[e], __ldg(twist + j));
                 a[j] += wrap_f64(v.x * inv_m);
-                a[j + m] += wrap_f64(v.y * inv_m);
+                a[j + M] += wrap_f64(v.y * inv_m);
             }
         } else {
 #pragma unroll
-            for (int e = 0; e < E; e++) p[padded<LOG_E>(base + ((u32)e << q_log))] = x[e];
+            for (int e = 0; e < E; e++) p[padded<LOG_E>(base + ((u32)e << Q_LOG))] = x[e];
         }
     }
 }
 
-// A partial pass of `bits` (< LOG_E) stages, q = 1.
-template <int LOG_E, bool INVERSE, bool STAGED>
-__device__ __forceinline__ void fft_partial_pass(double2 *data, u32 polys, u32 bits, u32 log2m,
-                                                 const double2 *tw) {
-    switch (bits) {
-        case 1: fft_pass<LOG_E, 1, INVERSE, false, STAGED>(data, polys, 0, log2m, tw, 0, 0); break;
-        case 2:
-            if (LOG_E > 2)
-                fft_pass<LOG_E, (LOG_E > 2 ? 2 : 1), INVERSE, false, STAGED>(data, polys, 0, log2m,
-                                                                             tw, 0, 0);
-            break;
-        case 3:
-            if (LOG_E > 3)
-                fft_pass<LOG_E, (LOG_E > 3 ? 3 : 1), INVERSE, false, STAGED>(data, polys, 0, log2m,
-                                                                             tw, 0, 0);
-            break;
-        default: break;
+// Forward DIF FFT of POLYS padded polynomials (natural in, bit-reversed out): the passes
+// from the one whose largest half span is 2^(HI - 1) on. Ends with __syncthreads() when
+// SYNC_LAST (the cluster kernel's cluster barrier takes its place); the caller syncs before.
+template <int LOG2M, int LOG_E, int THREADS, int POLYS, bool STAGED, bool SYNC_LAST,
+          int HI = LOG2M>
+__device__ __forceinline__ void fft_forward(double2 *data, const double2 *tw) {
+    if constexpr (HI >= LOG_E) {
+        fft_pass<LOG2M, LOG_E, THREADS, POLYS, LOG_E, HI - LOG_E, false, false, STAGED>(
+            data, tw, nullptr, nullptr);
+        if (SYNC_LAST || HI > LOG_E) __syncthreads();
+        fft_forward<LOG2M, LOG_E, THREADS, POLYS, STAGED, SYNC_LAST, HI - LOG_E>(data, tw);
+    } else if constexpr (HI > 0) {  // the partial pass: HI < LOG_E stages, q = 1
+        fft_pass<LOG2M, LOG_E, THREADS, POLYS, HI, 0, false, false, STAGED>(data, tw, nullptr,
+                                                                            nullptr);
+        if (SYNC_LAST) __syncthreads();
     }
 }
 
-// Forward DIF FFT of `polys` padded polynomials (natural in, bit-reversed out). Ends with
-// __syncthreads(); the caller syncs before.
-template <int LOG_E, bool STAGED>
-__device__ void fft_forward(double2 *data, u32 polys, u32 log2m, const double2 *tw) {
-    u32 hi = log2m;
-    for (; hi >= LOG_E; hi -= LOG_E) {
-        fft_pass<LOG_E, LOG_E, false, false, STAGED>(data, polys, hi - LOG_E, log2m, tw, 0, 0);
+// Inverse DIT FFT of POLYS padded polynomials (bit-reversed in), whose natural-order result
+// is untwisted, rounded and added to `acc` (fft_pass with FUSE_ACC): the passes from the one
+// whose smallest half span is 2^LO on, FIRST for the whole transform (the partial pass of
+// LOG2M mod LOG_E stages first). Ends with __syncthreads(); the caller syncs before.
+template <int LOG2M, int LOG_E, int THREADS, int POLYS, bool STAGED, int LO = 0,
+          bool FIRST = true>
+__device__ __forceinline__ void fft_inverse_add(double2 *data, const double2 *tw, u64 *acc,
+                                                const double2 *__restrict__ twist) {
+    constexpr int PARTIAL = LOG2M % LOG_E;
+    if constexpr (FIRST && PARTIAL > 0) {
+        fft_pass<LOG2M, LOG_E, THREADS, POLYS, PARTIAL, 0, true, false, STAGED>(data, tw, nullptr,
+                                                                               nullptr);
+        __syncthreads();
+        fft_inverse_add<LOG2M, LOG_E, THREADS, POLYS, STAGED, PARTIAL, false>(data, tw, acc,
+                                                                             twist);
+    } else if constexpr (LO + LOG_E < LOG2M) {
+        fft_pass<LOG2M, LOG_E, THREADS, POLYS, LOG_E, LO, true, false, STAGED>(data, tw, nullptr,
+                                                                              nullptr);
+        __syncthreads();
+        fft_inverse_add<LOG2M, LOG_E, THREADS, POLYS, STAGED, LO + LOG_E, false>(data, tw, acc,
+                                                                                twist);
+    } else {
+        fft_pass<LOG2M, LOG_E, THREADS, POLYS, LOG_E, LO, true, true, STAGED>(data, tw, acc,
+                                                                             twist);
         __syncthreads();
     }
-    if (hi > 0) {
-        fft_partial_pass<LOG_E, false, STAGED>(data, polys, hi, log2m, tw);
-        __syncthreads();
-    }
-}
-
-// Inverse DIT FFT of `polys` padded polynomials (bit-reversed in), whose natural-order result
-// is untwisted, rounded and added to `acc` (fft_pass with FUSE_ACC). Ends with
-// __syncthreads(); the caller syncs before.
-template <int LOG_E, bool STAGED>
-__device__ void fft_inverse_add(double2 *data, u32 polys, u32 log2m, const double2 *tw,
-                                u64 *acc, const double2 *__restrict__ twist) {
-    u32 lo = log2m % LOG_E;
-    if (lo > 0) {
-        fft_partial_pass<LOG_E, true, STAGED>(data, polys, lo, log2m, tw);
-        __syncthreads();
-    }
-    for (; lo + LOG_E < log2m; lo += LOG_E) {
-        fft_pass<LOG_E, LOG_E, true, false, STAGED>(data, polys, lo, log2m, tw, 0, 0);
-        __syncthreads();
-    }
-    fft_pass<LOG_E, LOG_E, true, true, STAGED>(data, polys, lo, log2m, tw, acc, twist);
-    __syncthreads();
 }
 
 // Rotates, decomposes and twists the difference X^a p - p of one accumulator polynomial into
-// `levels` complex polynomials: value j of level `level` (0 the most significant) at
-// dig[level * level_stride + padded(j)], ready for fft_forward. Each thread owns coefficients
+// LEVELS complex polynomials: value j of level `level` (0 the most significant) at
+// dig[level * LEVEL_STRIDE + padded(j)], ready for fft_forward. Each thread owns coefficients
 // j and j + M and writes their digits straight into the transform's input.
-template <int LOG_E>
-__device__ __forceinline__ void decompose_difference(const u64 *p, u32 a, const FheShape &s,
-                                                     double2 *dig, u32 level_stride,
+template <int LOG2M, int LOG_E, int THREADS, int LEVELS, u32 LEVEL_STRIDE, int UNROLL>
+__device__ __forceinline__ void decompose_difference(const u64 *p, u32 a, u32 b, double2 *dig,
                                                      const double2 *__restrict__ twist) {
-    const u32 n_poly = s.polynomial_size;
-    const u32 m = n_poly >> 1;
-    const u32 levels = s.level_count;
-    const u32 b = s.base_log;
-    const u32 dropped = 64 - b * levels;
-#pragma unroll 4
-    for (u32 j = threadIdx.x; j < m; j += blockDim.x) {
-        const u64 lo = rotated(p, a, j, n_poly) - p[j];
-        const u64 hi = rotated(p, a, j + m, n_poly) - p[j + m];
+    constexpr u32 M = 1u << LOG2M;
+    constexpr u32 N_POLY = 2 * M;
+    const u32 dropped = 64 - b * LEVELS;
+#pragma unroll UNROLL
+    for (u32 j = threadIdx.x; j < M; j += THREADS) {
+        const u64 lo = rotated(p, a, j, N_POLY) - p[j];
+        const u64 hi = rotated(p, a, j + M, N_POLY) - p[j + M];
         u64 state_lo = decomposition_state(lo, dropped);
         u64 state_hi = decomposition_state(hi, dropped);
         const double2 w = __ldg(twist + j);
-        for (u32 level = levels; level-- > 0;) {
+#pragma unroll
+        for (int level = LEVELS - 1; level >= 0; level--) {
             const i64 d_lo = next_digit(state_lo, b);
             const i64 d_hi = next_digit(state_hi, b);
-            dig[level * level_stride + padded<LOG_E>(j)] =
+            dig[level * LEVEL_STRIDE + padded<LOG_E>(j)] =
                 cmul(make_double2((double)d_lo, (double)d_hi), w);
         }
     }
 }
 
-// Asks L2 for the key lines a block will read in this CMux's pointwise product (`polys`
+// Asks L2 for the key lines a block will read in this CMux's pointwise product (`POLYS`
 // consecutive polynomials of M values from `key`), so that their DRAM latency overlaps the
 // decomposition and the forward FFT. One prefetch per 128-byte line (8 complex values).
-__device__ __forceinline__ void prefetch_key(const double2 *key, u32 polys, u32 m) {
-    const u32 lines = (polys * m) >> 3;
-    for (u32 line = threadIdx.x; line < lines; line += blockDim.x) {
+template <int LOG2M, int THREADS, int POLYS>
+__device__ __forceinline__ void prefetch_key(const double2 *key) {
+    constexpr u32 LINES = ((u32)POLYS << LOG2M) >> 3;
+#pragma unroll
+    for (u32 line = threadIdx.x; line < LINES; line += THREADS) {
         asm volatile("prefetch.global.L2 [%0];" ::"l"(key + ((u64)line << 3)));
     }
 }
@@ -434,6 +436,35 @@ __device__ __forceinline__ void load_twiddles(double2 *tw_s, const double2 *__re
                                               u32 count) {
     for (u32 t = threadIdx.x; t < count; t += blockDim.x) tw_s[t] = tw[t];
 }
+
+// ---------------------------------------------------------------------------------------
+// The parameter set the blind rotations are compiled for. The host compiles this module once
+// per parameter set (fhe-pbs/src/cuda.rs), prepending
+//   #define FHE_K1 <k + 1>  #define FHE_N <N>  #define FHE_LEVELS <PBS level count>
+// so that the FFT size, the number of polynomials and the levels are compile-time constants;
+// the kernels' names carry them (fhe_blind_rotate_cluster_k2_n2048_l1), so that a kernel
+// never runs for another parameter set. Without the defines (the NVRTC compile test), the
+// module is compiled for PARAM_MESSAGE_2_CARRY_2's shape.
+#ifndef FHE_K1
+#define FHE_K1 2
+#endif
+#ifndef FHE_N
+#define FHE_N 2048
+#endif
+#ifndef FHE_LEVELS
+#define FHE_LEVELS 1
+#endif
+
+__host__ __device__ constexpr int fhe_log2(u32 x) { return x <= 1 ? 0 : 1 + fhe_log2(x >> 1); }
+
+static_assert(FHE_K1 >= 2 && FHE_K1 <= 4, "k + 1 must be 2, 3 or 4");
+static_assert(FHE_N >= 512 && FHE_N <= 8192 && (FHE_N & (FHE_N - 1)) == 0,
+              "N must be a power of two from 512 to 8192");
+static_assert(FHE_LEVELS >= 1 && FHE_LEVELS <= 64, "PBS level count out of range");
+
+#define FHE_LOG2M (fhe_log2(FHE_N) - 1)
+#define FHE_CAT_NAME(base, k1, n, l) base##_k##k1##_n##n##_l##l
+#define FHE_KERNEL_NAME(base, k1, n, l) FHE_CAT_NAME(base, k1, n, l)
 
 // ---------------------------------------------------------------------------------------
 // Blind rotation, amortized: one block per ciphertext, many in flight; FFT passes of 16
@@ -446,98 +477,105 @@ __device__ __forceinline__ void load_twiddles(double2 *tw_s, const double2 *__re
 
 #define FHE_AMORTIZED_LOG_E 4
 
-template <int K1>
+// 128 threads at most (tasks beyond loop): up to 255 registers, the 16 values of a task and
+// their twiddles without spilling. The host launches exactly min(128, K1 M / 16) threads.
+#define FHE_AMORTIZED_MAX_THREADS 128
+
+template <int K1, int LOG2M>
+struct AmortizedShape {
+    static constexpr int LOG_E = FHE_AMORTIZED_LOG_E;
+    static constexpr int M = 1 << LOG2M;
+    static constexpr int THREADS = (K1 * M) >> LOG_E < FHE_AMORTIZED_MAX_THREADS
+                                       ? (K1 * M) >> LOG_E
+                                       : FHE_AMORTIZED_MAX_THREADS;
+};
+
+template <int K1, int LOG2M, int LEVELS>
 __device__ __forceinline__ void blind_rotate_amortized(
     const FheShape &s, const u32 *__restrict__ switched, const u64 *__restrict__ lut,
     const double2 *__restrict__ bsk, const double2 *__restrict__ twist,
     const double2 *__restrict__ tw, u64 *glwe, u32 acc_in_shared) {
     constexpr int LOG_E = FHE_AMORTIZED_LOG_E;
+    constexpr int THREADS = AmortizedShape<K1, LOG2M>::THREADS;
+    constexpr u32 M = 1u << LOG2M;
+    constexpr u32 N_POLY = 2 * M;
+    constexpr u32 PM = M + (M >> LOG_E);
+    constexpr int ROWS = K1 * LEVELS;
     extern __shared__ double2 fhe_smem[];
     const u32 n = s.lwe_dimension;
-    const u32 n_poly = s.polynomial_size;
-    const u32 m = n_poly >> 1;
-    const u32 log2m = s.log2_polynomial_size - 1;
-    const u32 pm = m + (m >> LOG_E);
-    const u32 rows = K1 * s.level_count;
+    const u32 b = s.base_log;
     double2 *dig = fhe_smem;
-    double2 *tw_s = fhe_smem + rows * pm;
+    double2 *tw_s = fhe_smem + ROWS * PM;
     const u64 ct = blockIdx.x;
     const u32 *sw = switched + ct * (n + 1);
-    u64 *const out_glwe = glwe + ct * (u64)K1 * n_poly;
-    u64 *const acc = acc_in_shared ? (u64 *)(tw_s + m / 2) : out_glwe;
+    u64 *const out_glwe = glwe + ct * (u64)K1 * N_POLY;
+    u64 *const acc = acc_in_shared ? (u64 *)(tw_s + M / 2) : out_glwe;
 
-    load_twiddles(tw_s, tw, m / 2);
+    load_twiddles(tw_s, tw, M / 2);
     // ACC = (0, ..., 0, X^{-b~} LUT)
-    const u32 start = (2 * n_poly - sw[n]) & (2 * n_poly - 1);
-    for (u32 t = threadIdx.x; t < n_poly; t += blockDim.x) {
+    const u32 start = (2 * N_POLY - sw[n]) & (2 * N_POLY - 1);
+    for (u32 t = threadIdx.x; t < N_POLY; t += THREADS) {
 #pragma unroll
-        for (int r = 0; r < K1 - 1; r++) acc[r * n_poly + t] = 0;
-        acc[(K1 - 1) * n_poly + t] = rotated(lut, start, t, n_poly);
+        for (int r = 0; r < K1 - 1; r++) acc[r * N_POLY + t] = 0;
+        acc[(K1 - 1) * N_POLY + t] = rotated(lut, start, t, N_POLY);
     }
     __syncthreads();
 
     for (u32 i = 0; i < n; i++) {
         const u32 a = sw[i];
         if (a == 0) continue;  // X^0 ACC - ACC = 0: the CMux leaves ACC unchanged
-        const double2 *ggsw = bsk + (u64)i * rows * K1 * m;
-        prefetch_key(ggsw, rows * K1, m);
+        const double2 *ggsw = bsk + (u64)i * ROWS * K1 * M;
+        prefetch_key<LOG2M, THREADS, ROWS * K1>(ggsw);
 #pragma unroll
         for (int r = 0; r < K1; r++) {
-            decompose_difference<LOG_E>(acc + r * n_poly, a, s, dig + r * pm, K1 * pm, twist);
+            decompose_difference<LOG2M, LOG_E, THREADS, LEVELS, K1 * PM, 4>(acc + r * N_POLY, a,
+                                                                           b, dig + r * PM, twist);
         }
         __syncthreads();
-        fft_forward<LOG_E, false>(dig, rows, log2m, tw_s);
+        fft_forward<LOG2M, LOG_E, THREADS, ROWS, false, true>(dig, tw_s);
 #pragma unroll 2
-        for (u32 j = threadIdx.x; j < m; j += blockDim.x) {
+        for (u32 j = threadIdx.x; j < M; j += THREADS) {
             const u32 pj = padded<LOG_E>(j);
             double2 out[K1];
 #pragma unroll
             for (int c = 0; c < K1; c++) out[c] = make_double2(0.0, 0.0);
-            for (u32 row = 0; row < rows; row++) {
-                const double2 x = dig[row * pm + pj];
+#pragma unroll
+            for (int row = 0; row < ROWS; row++) {
+                const double2 x = dig[row * PM + pj];
 #pragma unroll
                 for (int c = 0; c < K1; c++) {
-                    out[c] = cadd(out[c], cmul(x, __ldg(ggsw + (u64)(row * K1 + c) * m + j)));
+                    out[c] = cadd(out[c], cmul(x, __ldg(ggsw + (u64)(row * K1 + c) * M + j)));
                 }
             }
 #pragma unroll
-            for (int c = 0; c < K1; c++) dig[c * pm + pj] = out[c];
+            for (int c = 0; c < K1; c++) dig[c * PM + pj] = out[c];
         }
         __syncthreads();
-        fft_inverse_add<LOG_E, false>(dig, K1, log2m, tw_s, acc, twist);
+        fft_inverse_add<LOG2M, LOG_E, THREADS, K1, false>(dig, tw_s, acc, twist);
     }
     if (acc_in_shared) {
-        for (u32 t = threadIdx.x; t < K1 * n_poly; t += blockDim.x) out_glwe[t] = acc[t];
+        for (u32 t = threadIdx.x; t < K1 * N_POLY; t += THREADS) out_glwe[t] = acc[t];
     }
 }
 
-// 128 threads at most (tasks beyond loop): up to 255 registers, the 16 values of a task and
-// their twiddles without spilling.
-#define FHE_AMORTIZED_MAX_THREADS 128
-
-#define FHE_DEFINE_AMORTIZED(K1)                                                              \
-    extern "C" __global__ void __launch_bounds__(FHE_AMORTIZED_MAX_THREADS)                  \
-        fhe_blind_rotate_amortized_k##K1(const FheShape s, const u32 *__restrict__ switched, \
-                                         const u64 *__restrict__ lut,                        \
-                                         const double2 *__restrict__ bsk,                    \
-                                         const double2 *__restrict__ twist,                  \
-                                         const double2 *__restrict__ tw, u64 *glwe,          \
-                                         u32 acc_in_shared) {                                \
-        blind_rotate_amortized<K1>(s, switched, lut, bsk, twist, tw, glwe, acc_in_shared);   \
-    }
-
-FHE_DEFINE_AMORTIZED(2)
-FHE_DEFINE_AMORTIZED(3)
-FHE_DEFINE_AMORTIZED(4)
+extern "C" __global__ void __launch_bounds__(AmortizedShape<FHE_K1, FHE_LOG2M>::THREADS)
+    FHE_KERNEL_NAME(fhe_blind_rotate_amortized, FHE_K1, FHE_N, FHE_LEVELS)(
+        const FheShape s, const u32 *__restrict__ switched, const u64 *__restrict__ lut,
+        const double2 *__restrict__ bsk, const double2 *__restrict__ twist,
+        const double2 *__restrict__ tw, u64 *glwe, u32 acc_in_shared) {
+    blind_rotate_amortized<FHE_K1, FHE_LOG2M, FHE_LEVELS>(s, switched, lut, bsk, twist, tw, glwe,
+                                                          acc_in_shared);
+}
 
 // ---------------------------------------------------------------------------------------
 // Blind rotation, low latency (Hopper, sm_90+): one bootstrap per thread-block cluster of K1
 // blocks; block `rank` owns accumulator polynomial `rank` (in its shared memory) and output
 // column `rank` of the external product. FFT passes of 4 values per task (LOG_E = 2: M/4
-// threads, for parallelism). Each CMux:
+// threads, at most 512, for parallelism). Each CMux:
 //   1. rotate, decompose and twist the own polynomial into l digit polynomials (buffer
 //      `parity`), forward FFT them;                                   (block syncs only)
-//   2. one cluster barrier (release/acquire): every block's digits are ready;
+//   2. one cluster barrier (release/acquire): every block's digits are ready (it also stands
+//      for the forward FFT's last __syncthreads);
 //   3. pointwise product of all K1 l digit polynomials, read through distributed shared
 //      memory, with the key rows of column `rank` (streamed from global memory), into the
 //      first polynomial of the *other* buffer;
@@ -547,6 +585,15 @@ FHE_DEFINE_AMORTIZED(4)
 // every block reaches after finishing its reads of buffer p. One cluster barrier per CMux.
 
 #define FHE_CLUSTER_LOG_E 2
+#define FHE_CLUSTER_MAX_THREADS 512
+
+template <int LOG2M>
+struct ClusterShape {
+    static constexpr int LOG_E = FHE_CLUSTER_LOG_E;
+    static constexpr int THREADS = ((1 << LOG2M) >> LOG_E) < FHE_CLUSTER_MAX_THREADS
+                                       ? ((1 << LOG2M) >> LOG_E)
+                                       : FHE_CLUSTER_MAX_THREADS;
+};
 
 __device__ __forceinline__ u32 cluster_rank() {
     u32 rank;
@@ -561,39 +608,50 @@ __device__ __forceinline__ void cluster_barrier() {
             : "memory");
 }
 
-// The generic address of the same shared-memory location in block `rank` of the cluster.
+// The generic address of the same shared-memory location in block `rank` of the cluster
+// (a pure address computation: computed once, outside the CMux loop).
 __device__ __forceinline__ const double2 *map_shared_rank(const double2 *p, u32 rank) {
     u64 out;
-    asm volatile("mapa.u64 %0, %1, %2;" : "=l"(out) : "l"(p), "r"(rank));
+    asm("mapa.u64 %0, %1, %2;" : "=l"(out) : "l"(p), "r"(rank));
     return (const double2 *)out;
 }
 
-template <int K1>
+template <int K1, int LOG2M, int LEVELS>
 __device__ __forceinline__ void blind_rotate_cluster(
     const FheShape &s, const u32 *__restrict__ switched, const u64 *__restrict__ lut,
     const double2 *__restrict__ bsk, const double2 *__restrict__ twist,
     const double2 *__restrict__ tw_staged, u64 *glwe) {
     constexpr int LOG_E = FHE_CLUSTER_LOG_E;
+    constexpr int THREADS = ClusterShape<LOG2M>::THREADS;
+    constexpr u32 M = 1u << LOG2M;
+    constexpr u32 N_POLY = 2 * M;
+    constexpr u32 PM = M + (M >> LOG_E);
+    constexpr int ROWS = K1 * LEVELS;
     extern __shared__ double2 fhe_smem[];
     const u32 n = s.lwe_dimension;
-    const u32 n_poly = s.polynomial_size;
-    const u32 m = n_poly >> 1;
-    const u32 log2m = s.log2_polynomial_size - 1;
-    const u32 pm = m + (m >> LOG_E);
-    const u32 levels = s.level_count;
-    const u32 rows = K1 * levels;
+    const u32 b = s.base_log;
     const u32 rank = cluster_rank();
     const u64 ct = blockIdx.x / K1;
     const u32 *sw = switched + ct * (n + 1);
     double2 *const buffer0 = fhe_smem;
-    double2 *const buffer1 = fhe_smem + levels * pm;
-    double2 *tw_s = fhe_smem + 2 * levels * pm;
-    u64 *acc = (u64 *)(tw_s + m);
+    double2 *const buffer1 = fhe_smem + LEVELS * PM;
+    double2 *tw_s = fhe_smem + 2 * LEVELS * PM;
+    u64 *acc = (u64 *)(tw_s + M);
+    // Both digit buffers of every block of the cluster, mapped once.
+    const double2 *theirs0[K1], *theirs1[K1];
+#pragma unroll
+    for (int r = 0; r < K1; r++) {
+        theirs0[r] = map_shared_rank(buffer0, r);
+        theirs1[r] = map_shared_rank(buffer1, r);
+    }
+    // This block's column of the key: polynomial (row K1 + rank) of each GGSW row.
+    const double2 *key_column = bsk + (u64)rank * M;
 
-    load_twiddles(tw_s, tw_staged, m - 1);
-    const u32 start = (2 * n_poly - sw[n]) & (2 * n_poly - 1);
-    for (u32 t = threadIdx.x; t < n_poly; t += blockDim.x) {
-        acc[t] = rank == K1 - 1 ? rotated(lut, start, t, n_poly) : 0;
+    load_twiddles(tw_s, tw_staged, M - 1);
+    const u32 start = (2 * N_POLY - sw[n]) & (2 * N_POLY - 1);
+#pragma unroll
+    for (u32 t = threadIdx.x; t < N_POLY; t += THREADS) {
+        acc[t] = rank == K1 - 1 ? rotated(lut, start, t, N_POLY) : 0;
     }
     __syncthreads();
 
@@ -603,54 +661,51 @@ __device__ __forceinline__ void blind_rotate_cluster(
         if (a == 0) continue;  // uniform over the cluster: every block skips it
         double2 *mine = parity ? buffer1 : buffer0;
         double2 *out = parity ? buffer0 : buffer1;
-        const double2 *ggsw = bsk + (u64)i * rows * K1 * m;
-        // This block's column: rows (row K1 + rank) for every row; prefetch each polynomial.
-        for (u32 row = 0; row < rows; row++) prefetch_key(ggsw + (u64)(row * K1 + rank) * m, 1, m);
-        decompose_difference<LOG_E>(acc, a, s, mine, pm, twist);
+        const double2 *ggsw = key_column + (u64)i * ROWS * K1 * M;
+#pragma unroll
+        for (int row = 0; row < ROWS; row++) {
+            prefetch_key<LOG2M, THREADS, 1>(ggsw + (u64)row * K1 * M);
+        }
+        decompose_difference<LOG2M, LOG_E, THREADS, LEVELS, PM, M / THREADS>(acc, a, b, mine,
+                                                                             twist);
         __syncthreads();
-        fft_forward<LOG_E, true>(mine, levels, log2m, tw_s);
+        fft_forward<LOG2M, LOG_E, THREADS, LEVELS, true, false>(mine, tw_s);
         cluster_barrier();
 #pragma unroll 4
-        for (u32 j = threadIdx.x; j < m; j += blockDim.x) {
+        for (u32 j = threadIdx.x; j < M; j += THREADS) {
             const u32 pj = padded<LOG_E>(j);
             double2 sum = make_double2(0.0, 0.0);
 #pragma unroll
             for (int r = 0; r < K1; r++) {
-                const double2 *theirs = map_shared_rank(mine, r);
-                for (u32 level = 0; level < levels; level++) {
-                    const u32 row = level * K1 + r;
-                    sum = cadd(sum, cmul(theirs[level * pm + pj],
-                                         __ldg(ggsw + (u64)(row * K1 + rank) * m + j)));
+                const double2 *theirs = parity ? theirs1[r] : theirs0[r];
+#pragma unroll
+                for (int level = 0; level < LEVELS; level++) {
+                    const int row = level * K1 + r;
+                    sum = cadd(sum, cmul(theirs[level * PM + pj],
+                                         __ldg(ggsw + (u64)row * K1 * M + j)));
                 }
             }
             out[pj] = sum;
         }
         __syncthreads();
-        fft_inverse_add<LOG_E, true>(out, 1, log2m, tw_s, acc, twist);
+        fft_inverse_add<LOG2M, LOG_E, THREADS, 1, true>(out, tw_s, acc, twist);
         parity ^= 1;
     }
     // No block may exit (freeing its shared memory) while another still reads it.
     cluster_barrier();
-    u64 *dst = glwe + (ct * K1 + rank) * (u64)n_poly;
-    for (u32 t = threadIdx.x; t < n_poly; t += blockDim.x) dst[t] = acc[t];
+    u64 *dst = glwe + (ct * K1 + rank) * (u64)N_POLY;
+#pragma unroll
+    for (u32 t = threadIdx.x; t < N_POLY; t += THREADS) dst[t] = acc[t];
 }
 
-#define FHE_CLUSTER_THREADS 512
-
 #if __CUDA_ARCH__ >= 900
-#define FHE_DEFINE_CLUSTER(K1)                                                              \
-    extern "C" __global__ void __cluster_dims__(K1, 1, 1)                                  \
-        __launch_bounds__(FHE_CLUSTER_THREADS)                                              \
-            fhe_blind_rotate_cluster_k##K1(const FheShape s, const u32 *__restrict__ switched, \
-                                           const u64 *__restrict__ lut,                      \
-                                           const double2 *__restrict__ bsk,                  \
-                                           const double2 *__restrict__ twist,                \
-                                           const double2 *__restrict__ tw_staged,            \
-                                           u64 *glwe) {                                      \
-        blind_rotate_cluster<K1>(s, switched, lut, bsk, twist, tw_staged, glwe);             \
-    }
-
-FHE_DEFINE_CLUSTER(2)
-FHE_DEFINE_CLUSTER(3)
-FHE_DEFINE_CLUSTER(4)
+extern "C" __global__ void __cluster_dims__(FHE_K1, 1, 1)
+    __launch_bounds__(ClusterShape<FHE_LOG2M>::THREADS)
+        FHE_KERNEL_NAME(fhe_blind_rotate_cluster, FHE_K1, FHE_N, FHE_LEVELS)(
+            const FheShape s, const u32 *__restrict__ switched, const u64 *__restrict__ lut,
+            const double2 *__restrict__ bsk, const double2 *__restrict__ twist,
+            const double2 *__restrict__ tw_staged, u64 *glwe) {
+    blind_rotate_cluster<FHE_K1, FHE_LOG2M, FHE_LEVELS>(s, switched, lut, bsk, twist, tw_staged,
+                                                        glwe);
+}
 #endif

