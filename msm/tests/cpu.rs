@@ -4,7 +4,7 @@
 
 use ark_bls12_381::{Fr, G1Affine, G1Projective};
 use ark_ec::{AffineRepr, CurveGroup, PrimeGroup};
-use ark_ff::{PrimeField, Zero};
+use ark_ff::Zero;
 use common::{minus, oracle, random_bases, random_scalars};
 use msm::{Cpu, Error, MAX_WINDOW_BITS, MsmBackend};
 use proptest::prelude::*;
@@ -178,18 +178,7 @@ proptest! {
         edits in prop::collection::vec((any::<prop::sample::Index>(), 0u8..4), 0..8),
         window in prop::option::of(1u32..=MAX_WINDOW_BITS),
     ) {
-        let n = scalar_bytes.len();
-        let scalars: Vec<Fr> = scalar_bytes.iter().map(|b| Fr::from_le_bytes_mod_order(b)).collect();
-        let mut bases = random_bases(n, seed);
-        for (index, edit) in edits {
-            let i = index.index(n);
-            match edit {
-                0 => bases[i] = G1Affine::identity(),
-                1 => bases[i] = bases[0],
-                2 => bases[i] = -bases[0],
-                _ => bases[i] = bases[n - 1 - i],
-            }
-        }
+        let (bases, scalars) = common::edited_inputs(&scalar_bytes, seed, &edits);
         let cpu = match window {
             Some(c) => Cpu::with_window_bits(c).unwrap(),
             None => Cpu::new(),

@@ -9,7 +9,6 @@
 
 use ark_bls12_381::{Fr, G1Affine};
 use ark_ec::AffineRepr;
-use ark_ff::PrimeField;
 use common::{edge_cases, oracle, random_bases, random_scalars};
 use msm::{ContextOptions, Cpu, Cuda, Error, MAX_GPU_WINDOW_BITS, MsmBackend};
 use proptest::prelude::*;
@@ -228,18 +227,7 @@ proptest! {
         window in prop::option::of(1u32..=16),
         shifted_bases in any::<bool>(),
     ) {
-        let n = scalar_bytes.len();
-        let scalars: Vec<Fr> = scalar_bytes.iter().map(|b| Fr::from_le_bytes_mod_order(b)).collect();
-        let mut bases = random_bases(n, seed);
-        for (index, edit) in edits {
-            let i = index.index(n);
-            match edit {
-                0 => bases[i] = G1Affine::identity(),
-                1 => bases[i] = bases[0],
-                2 => bases[i] = -bases[0],
-                _ => bases[i] = bases[n - 1 - i],
-            }
-        }
+        let (bases, scalars) = common::edited_inputs(&scalar_bytes, seed, &edits);
         let options = ContextOptions { window_bits: window, shifted_bases, scratch_points: None };
         let context = cuda().context(&bases, options).unwrap();
         prop_assert_eq!(context.msm(&scalars).unwrap(), oracle(&bases, &scalars));

@@ -74,6 +74,32 @@ pub fn check_trait_errors(backend: &dyn msm::MsmBackend) {
     );
 }
 
+/// The property tests' inputs: scalars from random bytes (reduced mod r), and random bases
+/// (from `seed`) edited by `edits`: (index, 0) puts infinity there, 1 the first base, 2 its
+/// negation, 3 the base mirrored from the other end.
+pub fn edited_inputs(
+    scalar_bytes: &[[u8; 32]],
+    seed: u64,
+    edits: &[(proptest::sample::Index, u8)],
+) -> (Vec<G1Affine>, Vec<Fr>) {
+    let n = scalar_bytes.len();
+    let scalars = scalar_bytes
+        .iter()
+        .map(|b| Fr::from_le_bytes_mod_order(b))
+        .collect();
+    let mut bases = random_bases(n, seed);
+    for (index, edit) in edits {
+        let i = index.index(n);
+        bases[i] = match edit {
+            0 => G1Affine::identity(),
+            1 => bases[0],
+            2 => -bases[0],
+            _ => bases[n - 1 - i],
+        };
+    }
+    (bases, scalars)
+}
+
 /// One adversarial input: a name for failure messages, bases, scalars.
 pub struct Case {
     pub name: String,
