@@ -208,9 +208,13 @@ extern "C" __global__ void msm_scan_apply(const u32* counts, u32 keys, const u32
     }
 }
 
-// Places every nonzero digit's point reference at its bucket's cursor.
+// A sorted digit: its bucket key (x) and point reference (y), written with one store (the
+// slots are scattered, so one 8-byte write costs half of two 4-byte ones).
+typedef uint2 SortedDigit;
+
+// Places every nonzero digit (key and point reference) at its bucket's cursor.
 extern "C" __global__ void msm_scatter_digits(const u32* scalars, DigitLayout layout,
-                                              u32* cursors, u32* sorted_keys, u32* sorted_points) {
+                                              u32* cursors, SortedDigit* sorted) {
     u32 lane = threadIdx.x % 32;
     u32 lanes_below = (1u << lane) - 1;
     for_each_digit(scalars, layout, [&](u32 key, u32 ref) {
@@ -219,22 +223,29 @@ extern "C" __global__ void msm_scatter_digits(const u32* scalars, DigitLayout la
         u32 slot = 0;
         if (key != NO_KEY && lane == leader) slot = atomicAdd(&cursors[key], (u32)__popc(peers));
         slot = __shfl_sync(FULL_MASK, slot, leader) + __popc(peers & lanes_below);
-        if (key != NO_KEY) {
-            sorted_keys[slot] = key;
-            sorted_points[slot] = ref;
-        }
+        if (key != NO_KEY) sorted[slot] = make_uint2(key, ref);
     });
 }
 
-__device__ __forceinline__ Affine load_entry(const Affine* bases, const u32* refs, u32 e) {
-    u32 ref = refs[e];
-    Affine p = bases[ref & ~NEGATIVE_BIT];
-    return (ref & NEGATIVE_BIT) ? affine_neg(p) : p;
-}
+// The first pass's entries: sorted digits, whose points are (negated) affine bases.
+struct DigitEntries {
+    const Affine* bases;
+    const SortedDigit* sorted;
+    __device__ __forceinline__ u32 key(u32 e) const { return sorted[e].x; }
+    __device__ __forceinline__ Affine point(u32 e) const {
+        u32 ref = sorted[e].y;
+        Affine p = bases[ref & ~NEGATIVE_BIT];
+        return (ref & NEGATIVE_BIT) ? affine_neg(p) : p;
+    }
+};
 
-__device__ __forceinline__ Xyzz load_entry(const Xyzz* partials, const u32*, u32 e) {
-    return partials[e];
-}
+// Later passes' entries: the partial sums of the pass before, with their keys.
+struct PartialEntries {
+    const Xyzz* points;
+    const u32* keys;
+    __device__ __forceinline__ u32 key(u32 e) const { return keys[e]; }
+    __device__ __forceinline__ Xyzz point(u32 e) const { return points[e]; }
+};
 
 __device__ __forceinline__ Xyzz start_run(const Affine& p) { return xyzz_from_affine(p); }
 __device__ __forceinline__ Xyzz start_run(const Xyzz& p) { return p; }
@@ -251,10 +262,12 @@ __device__ __forceinline__ void store_bucket(Xyzz* buckets, u32 key, const Xyzz&
     if (!xyzz_is_infinity(sum)) buckets[key] = sum;
 }
 
-// The number of entries from `first` on with key keys[first], counting at most `limit`.
-__device__ __forceinline__ u32 run_length(const u32* keys, u32 first, u32 entries, u32 limit) {
-    u32 key = keys[first], length = 1;
-    while (length < limit && first + length < entries && keys[first + length] == key) length++;
+// The number of entries from `first` on with the key of entry `first`, counting at most
+// `limit`.
+template <typename Entries>
+__device__ __forceinline__ u32 run_length(const Entries& in, u32 first, u32 entries, u32 limit) {
+    u32 key = in.key(first), length = 1;
+    while (length < limit && first + length < entries && in.key(first + length) == key) length++;
     return length;
 }
 
@@ -271,9 +284,8 @@ __device__ __forceinline__ u32 run_length(const u32* keys, u32 first, u32 entrie
 // The first pass does not walk (threads reading on would wait for each other); later passes
 // walk up to a segment, so pieces of a run cut in the first pass meet in the second. A run
 // holding every entry takes about log(entries) / log(per_segment / 2) passes.
-template <typename Input>
-__device__ void accumulate(const Input* inputs, const u32* refs, const u32* keys,
-                           u32* counters, u32 pass, u32 per_segment, u32 walk,
+template <typename Entries>
+__device__ void accumulate(const Entries& in, u32* counters, u32 pass, u32 per_segment, u32 walk,
                            Xyzz* buckets, u32* out_keys, Xyzz* out_points) {
     u32 entries = counters[pass];
     u32 segments = (entries + per_segment - 1) / per_segment;
@@ -284,26 +296,26 @@ __device__ void accumulate(const Input* inputs, const u32* refs, const u32* keys
     u32 end = min(start + per_segment, entries);
     // A run continued from the segment before: skipped when that thread finishes it, which
     // it does when the run started in its segment (not before) and ends within this one.
-    bool continued = start > 0 && keys[start - 1] == keys[start];
+    bool continued = start > 0 && in.key(start - 1) == in.key(start);
     if (continued) {
-        u32 before = start - per_segment, key = keys[start];
-        bool started_before = keys[before] == key && before > 0 && keys[before - 1] == key;
-        u32 length = run_length(keys, start, entries, walk + 1);
+        u32 before = start - per_segment, key = in.key(start);
+        bool started_before = in.key(before) == key && before > 0 && in.key(before - 1) == key;
+        u32 length = run_length(in, start, entries, walk + 1);
         if (!started_before && length <= walk) {
             start += length;
             continued = false;
             if (start == end) {
-                out_keys[2 * t] = out_keys[2 * t + 1] = keys[end - 1];
+                out_keys[2 * t] = out_keys[2 * t + 1] = in.key(end - 1);
                 out_points[2 * t] = out_points[2 * t + 1] = xyzz_infinity();
                 return;
             }
         }
     }
-    u32 key = keys[start];
-    Xyzz acc = start_run(load_entry(inputs, refs, start));
+    u32 key = in.key(start);
+    Xyzz acc = start_run(in.point(start));
     bool first_run = true;
     for (u32 e = start + 1; e < end; e++) {
-        u32 next = keys[e];
+        u32 next = in.key(e);
         if (next != key) {
             if (first_run && segments > 1) {
                 out_keys[2 * t] = key;
@@ -312,17 +324,17 @@ __device__ void accumulate(const Input* inputs, const u32* refs, const u32* keys
             if (!(first_run && continued)) store_bucket(buckets, key, acc);
             first_run = false;
             key = next;
-            acc = start_run(load_entry(inputs, refs, e));
+            acc = start_run(in.point(e));
         } else {
-            acc = extend_run(acc, load_entry(inputs, refs, e));
+            acc = extend_run(acc, in.point(e));
         }
     }
     // The last run: finish it past the segment's end when it started here and ends soon.
-    bool continues = end < entries && keys[end] == key;
+    bool continues = end < entries && in.key(end) == key;
     if (continues && !(first_run && continued)) {
-        u32 length = run_length(keys, end, entries, walk + 1);
+        u32 length = run_length(in, end, entries, walk + 1);
         if (length <= walk) {
-            for (u32 e = end; e < end + length; e++) acc = extend_run(acc, load_entry(inputs, refs, e));
+            for (u32 e = end; e < end + length; e++) acc = extend_run(acc, in.point(e));
             continues = false;
         }
     }
@@ -341,20 +353,19 @@ __device__ void accumulate(const Input* inputs, const u32* refs, const u32* keys
 }
 
 // The first pass: entries are point references into the affine bases.
-extern "C" __global__ void msm_accumulate_affine(const Affine* bases, const u32* refs,
-                                                 const u32* keys, u32* counters,
-                                                 u32 per_segment, Xyzz* buckets,
+extern "C" __global__ void msm_accumulate_affine(const Affine* bases, const SortedDigit* sorted,
+                                                 u32* counters, u32 per_segment, Xyzz* buckets,
                                                  u32* out_keys, Xyzz* out_points) {
-    accumulate<Affine>(bases, refs, keys, counters, 0, per_segment, 0, buckets, out_keys,
-                       out_points);
+    accumulate(DigitEntries{bases, sorted}, counters, 0, per_segment, 0, buckets, out_keys,
+               out_points);
 }
 
 // Later passes: entries are the partial sums of the pass before.
 extern "C" __global__ void msm_accumulate_xyzz(const Xyzz* partials, const u32* keys,
                                                u32* counters, u32 pass, u32 per_segment,
                                                Xyzz* buckets, u32* out_keys, Xyzz* out_points) {
-    accumulate<Xyzz>(partials, nullptr, keys, counters, pass, per_segment, per_segment, buckets,
-                     out_keys, out_points);
+    accumulate(PartialEntries{partials, keys}, counters, pass, per_segment, per_segment, buckets,
+               out_keys, out_points);
 }
 
 // Thread (window w, group g) of `windows * groups`: with L = buckets / groups buckets per

@@ -590,16 +590,14 @@ impl MsmContext {
                 .buffer(&s.scalars)
                 .value(&layout)
                 .buffer_mut(&mut s.cursors)
-                .buffer_mut(&mut s.sorted_keys)
-                .buffer_mut(&mut s.sorted_refs)
+                .buffer_mut(&mut s.sorted)
                 .run()?;
             gpu.launch(
                 &kernels.accumulate_affine,
                 Grid::cover(s.segments[0], THREADS),
             )
             .buffer(&self.bases)
-            .buffer(&s.sorted_refs)
-            .buffer(&s.sorted_keys)
+            .buffer(&s.sorted)
             .buffer_mut(&mut s.counters)
             .value(&s.first_segment)
             .buffer_mut(&mut s.buckets)
@@ -732,8 +730,8 @@ struct Scratch {
     tile_sums: DeviceBuffer<u32>,
     /// Entries of each reduction pass (`counters[p]`), written by the device.
     counters: DeviceBuffer<u32>,
-    sorted_keys: DeviceBuffer<u32>,
-    sorted_refs: DeviceBuffer<u32>,
+    /// The nonzero digits sorted by bucket: (key, point reference) pairs.
+    sorted: DeviceBuffer<[u32; 2]>,
     /// Partial sums of the reduction passes: pass p writes set p % 2.
     partial_keys: [DeviceBuffer<u32>; 2],
     partial_points: [DeviceBuffer<DeviceXyzz>; 2],
@@ -801,8 +799,7 @@ impl Scratch {
             cursors: u32s(keys)?,
             tile_sums: u32s(keys.div_ceil(SCAN_TILE))?,
             counters: u32s(segments.len() as u64 + 1)?,
-            sorted_keys: u32s(entries)?,
-            sorted_refs: u32s(entries)?,
+            sorted: gpu.alloc_zeroed(entries as usize)?,
             partial_keys: [u32s(partials(0) as u64)?, u32s(partials(1) as u64)?],
             partial_points: [points(partials(0) as u64)?, points(partials(1) as u64)?],
             buckets: points(keys)?,
