@@ -40,7 +40,8 @@ pub const MAX_GPU_WINDOW_BITS: u32 = 24;
 /// `SCAN_TILE` in msm.cu).
 const SCAN_THREADS: u32 = 1024;
 const SCAN_TILE: u64 = 4096;
-/// Threads per block of the per-point kernels.
+/// Threads per block of the per-point kernels (`ACCUMULATE_THREADS` in msm.cu, whose register
+/// cap assumes it).
 const THREADS: u32 = 128;
 /// The first reduction pass gives each thread about `entries >> FIRST_PASS_THREADS_LOG`
 /// entries, within [2, FIRST_SEGMENT_MAX]: about 2^17 threads (a few waves on an H100) and no
