@@ -265,7 +265,88 @@ __device__ __noinline__ Fq fq_mul(Fq a, Fq b) {
     return fq_reduce_once(t);
 }
 
-__device__ __forceinline__ Fq fq_sqr(const Fq& a) { return fq_mul(a, a); }
+// a^2 * R^-1 mod q, with about a quarter fewer multiplies than fq_mul(a, a): the square
+// T = a^2 (24 limbs) first, then Montgomery reduction of T (SOS: separated operand scanning).
+//
+// T = 2 U + D: U = sum_{i < j} a_i a_j 2^(32 (i + j)) once per pair (66 products instead of
+// 132), in two accumulators by the parity of the limb where each 64-bit product starts, so that
+// every row is two carry chains of IMAD.WIDEs (a row's chain ends at limb i + 12 and its carry
+// lands on limb i + 13, which no earlier row reached); D = sum a_i^2 2^(64 i), added onto 2 U in
+// one chain. The reduction is fq_mul's loop without the product rows: x starts as T's low half,
+// and T's high half is added at the end (T < q^2 keeps the result below 2q). Checked on a model
+// with explicit carry flags before it was written.
+__device__ __noinline__ Fq fq_sqr(Fq a) {
+    u32 even[2 * FQ_LIMBS], odd[2 * FQ_LIMBS];
+#pragma unroll
+    for (int k = 0; k < 2 * FQ_LIMBS; k++) even[k] = odd[k] = 0;
+#pragma unroll
+    for (int i = 0; i < FQ_LIMBS - 1; i++) {
+#pragma unroll
+        for (int parity = 0; parity < 2; parity++) {
+            u32* acc = parity == 0 ? even : odd;
+            const int j = (2 * i + 1) % 2 == parity ? i + 1 : i + 2;  // (i + j) % 2 == parity
+            if (j >= FQ_LIMBS) continue;
+            ASM_MAD_LO_CC(acc[i + j], a.l[i], a.l[j]);
+            ASM_MADC_HI_CC(acc[i + j + 1], a.l[i], a.l[j]);
+            int last = j;
+#pragma unroll
+            for (int jj = j + 2; jj < FQ_LIMBS; jj += 2) {
+                ASM_MADC_LO_CC(acc[i + jj], a.l[i], a.l[jj]);
+                ASM_MADC_HI_CC(acc[i + jj + 1], a.l[i], a.l[jj]);
+                last = jj;
+            }
+            ASM_ADDC(acc[i + last + 2], 0u, 0u);
+        }
+    }
+    // u = even + odd, doubled, plus the squares of the limbs.
+    u32 u[2 * FQ_LIMBS];
+    ASM_ADD_CC(u[0], even[0], odd[0]);
+#pragma unroll
+    for (int k = 1; k < 2 * FQ_LIMBS - 1; k++) ASM_ADDC_CC(u[k], even[k], odd[k]);
+    ASM_ADDC(u[2 * FQ_LIMBS - 1], even[2 * FQ_LIMBS - 1], odd[2 * FQ_LIMBS - 1]);
+    u32 t[2 * FQ_LIMBS];
+#pragma unroll
+    for (int k = 2 * FQ_LIMBS - 1; k > 0; k--) t[k] = __funnelshift_l(u[k - 1], u[k], 1);
+    t[0] = u[0] << 1;
+    ASM_MAD_LO_CC(t[0], a.l[0], a.l[0]);
+    ASM_MADC_HI_CC(t[1], a.l[0], a.l[0]);
+#pragma unroll
+    for (int i = 1; i < FQ_LIMBS; i++) {
+        ASM_MADC_LO_CC(t[2 * i], a.l[i], a.l[i]);
+        ASM_MADC_HI_CC(t[2 * i + 1], a.l[i], a.l[i]);
+    }
+    // Montgomery reduction of t, as in fq_mul.
+    const u32 q_even[FQ_LIMBS] = {Q0, 0, Q2, 0, Q4, 0, Q6, 0, Q8, 0, Q10, 0};
+    const u32 q_odd[FQ_LIMBS] = {Q1, 0, Q3, 0, Q5, 0, Q7, 0, Q9, 0, Q11, 0};
+    u32 x[FQ_LIMBS], prev[FQ_LIMBS + 2], y[FQ_LIMBS];
+#pragma unroll
+    for (int k = 0; k < FQ_LIMBS + 2; k++) prev[k] = 0;
+#pragma unroll
+    for (int k = 0; k < FQ_LIMBS; k++) x[k] = t[k];
+#pragma unroll
+    for (int i = 0; i < FQ_LIMBS; i++) {
+        ASM_ADD_CC(x[0], x[0], prev[1]);
+        const u32 m = x[0] * FQ_INV;
+        mad_limb_pairs<true>(y, q_odd, m, prev + 2);
+        mad_limb_pairs<false>(x, q_even, m, x);
+        ASM_ADDC_ACC(y[FQ_LIMBS - 1], 0u);
+#pragma unroll
+        for (int k = 0; k < FQ_LIMBS; k++) {
+            prev[k] = x[k];
+            x[k] = y[k];
+        }
+    }
+    u32 r[FQ_LIMBS];
+    ASM_ADD_CC(r[0], x[0], prev[1]);
+#pragma unroll
+    for (int k = 1; k < FQ_LIMBS - 1; k++) ASM_ADDC_CC(r[k], x[k], prev[k + 1]);
+    ASM_ADDC(r[FQ_LIMBS - 1], x[FQ_LIMBS - 1], 0u);
+    ASM_ADD_CC(r[0], r[0], t[FQ_LIMBS]);
+#pragma unroll
+    for (int k = 1; k < FQ_LIMBS - 1; k++) ASM_ADDC_CC_ACC(r[k], t[FQ_LIMBS + k]);
+    ASM_ADDC_ACC(r[FQ_LIMBS - 1], t[2 * FQ_LIMBS - 1]);
+    return fq_reduce_once(r);
+}
 
 // a^(q - 2) = a^-1 (zero for zero), by square-and-multiply over the bits of q - 2.
 __device__ __noinline__ Fq fq_inverse(const Fq& a) {
