@@ -89,6 +89,8 @@ const KS_CHUNK: u32 = 16;
 /// (`FHE_AMORTIZED_MAX_THREADS`, so that its registers do not spill); it wants
 /// `(k + 1) N/2 / 16`, one per FFT task, and loops over the tasks beyond.
 const AMORTIZED_MAX_THREADS: u32 = 128;
+/// A null `double2*` kernel argument.
+const NULL_DEVICE_POINTER: u64 = 0;
 /// log2 of the values per FFT task of the amortized kernel (`FHE_AMORTIZED_LOG_E`).
 const AMORTIZED_LOG_E: u32 = 4;
 /// At most this many threads per block of the cluster blind rotation
@@ -146,19 +148,32 @@ struct DeviceKeys {
     twiddles_staged: DeviceBuffer<f64>,
 }
 
+/// Where the amortized blind rotation keeps its working set: the fastest layout whose shared
+/// memory fits the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AmortizedLayout {
+    /// Digit polynomials, twiddles and accumulator in shared memory.
+    AllShared,
+    /// Digits and twiddles in shared memory, the accumulator in the output buffer.
+    AccumulatorInGlobal,
+    /// Only the twiddles in shared memory: the accumulator in the output buffer and the digit
+    /// polynomials in a device scratch area per ciphertext (large `N` with many levels).
+    DigitsInGlobal,
+}
+
 /// The loaded kernels.
 #[derive(Debug, Clone)]
 struct Kernels {
     /// The key switch with 8 ciphertexts per block (few ciphertexts).
     keyswitch_small: Kernel,
-    /// The key switch with 32 ciphertexts per block (batches).
-    keyswitch_large: Kernel,
+    /// The key switch with 32 ciphertexts per block (batches), when its shared memory fits.
+    keyswitch_large: Option<Kernel>,
     modulus_switch: Kernel,
     decompose: Kernel,
     sample_extract: Kernel,
     amortized: Kernel,
-    /// Whether the amortized kernel keeps its accumulator in shared memory (when it fits).
-    amortized_acc_in_shared: bool,
+    /// Where the amortized kernel keeps its working set.
+    amortized_layout: AmortizedLayout,
     /// The cluster kernel for this `k`, when the device and parameters allow it.
     cluster: Option<Kernel>,
 }
@@ -351,22 +366,35 @@ impl Cuda {
             keyswitch_shared_bytes(params, KS_TILE_SMALL),
             "key-switch decomposition",
         )?;
-        allow_shared(
-            &keyswitch_large,
-            keyswitch_shared_bytes(params, KS_TILE_LARGE),
-            "key-switch decomposition",
-        )?;
+        // With very many key-switch levels the large tile's digits do not fit: the small one
+        // serves every batch.
+        let keyswitch_large = keyswitch_large
+            .allow_shared_bytes(to_u32(keyswitch_shared_bytes(params, KS_TILE_LARGE)))
+            .ok()
+            .map(|()| keyswitch_large);
         let amortized = load(&format!("fhe_blind_rotate_amortized_k{k1}_n{n}_l{levels}"))?;
-        let amortized_acc_in_shared = amortized
-            .allow_shared_bytes(to_u32(amortized_shared_bytes(params, true)))
-            .is_ok();
-        if !amortized_acc_in_shared {
-            allow_shared(
-                &amortized,
-                amortized_shared_bytes(params, false),
-                "PBS decomposition (amortized kernel)",
-            )?;
-        }
+        let amortized_layout = [
+            AmortizedLayout::AllShared,
+            AmortizedLayout::AccumulatorInGlobal,
+        ]
+        .into_iter()
+        .find(|&layout| {
+            amortized
+                .allow_shared_bytes(to_u32(amortized_shared_bytes(params, layout)))
+                .is_ok()
+        });
+        let amortized_layout = match amortized_layout {
+            Some(layout) => layout,
+            None => {
+                let layout = AmortizedLayout::DigitsInGlobal;
+                allow_shared(
+                    &amortized,
+                    amortized_shared_bytes(params, layout),
+                    "twiddles of the amortized blind rotation",
+                )?;
+                layout
+            }
+        };
         let cluster = if gpu.info().compute_capability.major >= 9 {
             let kernel = load(&format!("fhe_blind_rotate_cluster_k{k1}_n{n}_l{levels}"))?;
             // Too much shared memory for a cluster block: the amortized kernel serves.
@@ -384,7 +412,7 @@ impl Cuda {
             decompose: load("fhe_decompose")?,
             sample_extract: load("fhe_sample_extract")?,
             amortized,
-            amortized_acc_in_shared,
+            amortized_layout,
             cluster,
         })
     }
@@ -504,7 +532,19 @@ impl Cuda {
         let big = self.params.big_lwe_dimension().0 + 1;
         let small = self.params.lwe_dimension().0 + 1;
         let glwe = (self.params.glwe_dimension().0 + 1) * self.params.polynomial_size().0;
-        8 * (2 * big + small + glwe) + 4 * small
+        8 * (2 * big + small + glwe) + 4 * small + 16 * self.global_digit_slots()
+    }
+
+    /// Complex values of device scratch per ciphertext for the amortized kernel's digit
+    /// polynomials (none unless they live in global memory).
+    fn global_digit_slots(&self) -> usize {
+        if self.kernels.amortized_layout == AmortizedLayout::DigitsInGlobal {
+            let k1 = self.params.glwe_dimension().0 + 1;
+            let levels = self.params.pbs_decomposition().level_count.0;
+            k1 * levels * padded_slots(&self.params, AMORTIZED_LOG_E)
+        } else {
+            0
+        }
     }
 
     /// Runs `pipeline` on every ciphertext, chunk by chunk; returns each output's words.
@@ -580,10 +620,9 @@ impl Cuda {
         let mut output = self.gpu.alloc_zeroed::<u64>(count * out_width)?;
         let in_dim = self.params.big_lwe_dimension().0 as u32;
         let word_blocks = to_u32(out_width).div_ceil(KS_THREADS);
-        let (kernel, tile) = if count >= KS_TILE_LARGE as usize {
-            (&self.kernels.keyswitch_large, KS_TILE_LARGE)
-        } else {
-            (&self.kernels.keyswitch_small, KS_TILE_SMALL)
+        let (kernel, tile) = match &self.kernels.keyswitch_large {
+            Some(large) if count >= KS_TILE_LARGE as usize => (large, KS_TILE_LARGE),
+            _ => (&self.kernels.keyswitch_small, KS_TILE_SMALL),
         };
         let ct_blocks = to_u32(count).div_ceil(tile);
         // Split the input coefficients until the grid fills the GPU about four times over.
@@ -667,21 +706,27 @@ impl Cuda {
                 }
             }
             _ => {
-                let in_shared = self.kernels.amortized_acc_in_shared;
-                let acc_in_shared = u32::from(in_shared);
+                let layout = self.kernels.amortized_layout;
+                let acc_in_shared = u32::from(layout == AmortizedLayout::AllShared);
+                let mut global_digits = match self.global_digit_slots() {
+                    0 => None,
+                    slots => Some(self.gpu.alloc_zeroed::<f64>(2 * slots * count)?),
+                };
                 let grid = Grid {
                     blocks: to_u32(count),
                     threads: AMORTIZED_MAX_THREADS.min(to_u32(k1 * n / 2) >> AMORTIZED_LOG_E),
-                    shared_bytes: to_u32(amortized_shared_bytes(&self.params, in_shared)),
+                    shared_bytes: to_u32(amortized_shared_bytes(&self.params, layout)),
                 };
                 // SAFETY: as for the cluster kernel, with
                 // `fhe_blind_rotate_amortized_k{K1}_n{N}_l{L}` (block: the
-                // `min(128, (k + 1) N/32)` threads launched), whose last parameter is the u32
-                // `acc_in_shared`; one block per ciphertext,
-                // with (k + 1) N words more shared memory exactly when `acc_in_shared` is set
-                // (allowed at load).
+                // `min(128, (k + 1) N/32)` threads launched), whose last parameters are the u32
+                // `acc_in_shared` and `double2* global_digits`; one block per ciphertext, with
+                // the shared memory of `layout` (allowed at load): (k + 1) N words more exactly
+                // when `acc_in_shared` is set, no digit polynomials when `global_digits` is
+                // given, which then holds (k + 1) l padded polynomials per block.
                 unsafe {
-                    self.gpu
+                    let launch = self
+                        .gpu
                         .launch(&self.kernels.amortized, grid)
                         .value(&shape)
                         .buffer(&switched)
@@ -690,8 +735,12 @@ impl Cuda {
                         .buffer(&self.keys.twist)
                         .buffer(&self.keys.twiddles)
                         .buffer_mut(&mut glwe)
-                        .value(&acc_in_shared)
-                        .run()?;
+                        .value(&acc_in_shared);
+                    match global_digits.as_mut() {
+                        Some(digits) => launch.buffer_mut(digits),
+                        None => launch.value(&NULL_DEVICE_POINTER),
+                    }
+                    .run()?;
                 }
             }
         }
@@ -785,15 +834,22 @@ fn padded_slots(params: &Parameters, log_e: u32) -> usize {
     m + (m >> log_e)
 }
 
-/// Dynamic shared memory of the amortized blind rotation: `(k + 1) l` padded Fourier
-/// polynomials, the `N/4` twiddles, plus the `(k + 1) N` accumulator words when it lives
-/// there.
-fn amortized_shared_bytes(params: &Parameters, acc_in_shared: bool) -> usize {
+/// Dynamic shared memory of the amortized blind rotation in `layout`: the `N/4` twiddles,
+/// the `(k + 1) l` padded Fourier polynomials unless they live in global memory, and the
+/// `(k + 1) N` accumulator words when they live there.
+fn amortized_shared_bytes(params: &Parameters, layout: AmortizedLayout) -> usize {
     let k1 = params.glwe_dimension().0 + 1;
     let n = params.polynomial_size().0;
     let levels = params.pbs_decomposition().level_count.0;
-    let acc = if acc_in_shared { k1 * n * 8 } else { 0 };
-    (k1 * levels * padded_slots(params, AMORTIZED_LOG_E) + n / 4) * 16 + acc
+    let digits = match layout {
+        AmortizedLayout::DigitsInGlobal => 0,
+        _ => k1 * levels * padded_slots(params, AMORTIZED_LOG_E),
+    };
+    let acc = match layout {
+        AmortizedLayout::AllShared => k1 * n * 8,
+        _ => 0,
+    };
+    (digits + n / 4) * 16 + acc
 }
 
 /// Dynamic shared memory of a cluster block: two buffers of `l` padded Fourier polynomials,
@@ -810,7 +866,7 @@ fn allow_shared(kernel: &Kernel, bytes: usize, what: &str) -> Result<(), Error> 
     kernel
         .allow_shared_bytes(to_u32(bytes))
         .map_err(|e| Error::InvalidParameter {
-            name: "decomposition",
+            name: "parameters",
             reason: format!("the {what} needs {bytes} bytes of shared memory per block: {e}"),
         })
 }

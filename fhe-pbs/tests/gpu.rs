@@ -12,8 +12,9 @@ use fhe_pbs::keyswitch::keyswitch;
 use fhe_pbs::modswitch::modulus_switch_lwe;
 use fhe_pbs::{
     BlindRotationMode, Bootstrapper, ClientKey, Cpu, Csprng, Cuda, DecompositionParams, Engine,
-    Error, EvaluationKeys, GlweCiphertext, LookupTable, LweCiphertext, PARAM_MESSAGE_2_CARRY_2,
-    PARAM_TEST_INSECURE, Parameters, stages,
+    Error, EvaluationKeys, GlweCiphertext, GlweDimension, LookupTable, LweCiphertext, LweDimension,
+    NoiseDistribution, PARAM_MESSAGE_2_CARRY_2, PARAM_TEST_INSECURE, ParameterSpec, Parameters,
+    PolynomialSize, stages,
 };
 
 struct Setup {
@@ -242,73 +243,146 @@ fn bootstraps_decrypt_to_the_table_on_both_engines() {
     }
 }
 
+/// Blind rotations and bootstraps of `trials` fresh ciphertexts on both engines: every GLWE
+/// phase coefficient and every LWE phase within (delta / 2) / 64 of the exact CPU's, and the
+/// same decryptions.
+fn assert_phases_close_to_exact(s: &Setup, trials: usize, rng: &mut Csprng) {
+    let params = *s.gpu.parameters();
+    let p = params.plaintext_modulus();
+    let table: Vec<u64> = (0..p).map(|m| (5 * m + 3) % p).collect();
+    let lut = LookupTable::from_values(&params, &table).unwrap();
+    let inputs: Vec<LweCiphertext> = (0..trials)
+        .map(|m| s.client.encrypt_small(m as u64 % p, rng).unwrap())
+        .collect();
+    let glwe_key = s.client.glwe_secret_key();
+    for engine in [Engine::LowLatency, Engine::Amortized] {
+        let gpu = s.gpu.with_engine(engine);
+        let accs = gpu.blind_rotate_batch(&inputs, &lut).unwrap();
+        let outs = gpu.bootstrap_batch(&inputs, &lut).unwrap();
+        let mut max_lwe = 0u64;
+        let mut max_glwe = 0u64;
+        for (i, ct) in inputs.iter().enumerate() {
+            let exact_acc = s.exact.blind_rotate(ct, &lut).unwrap();
+            let exact_phase = glwe_key.phase(&exact_acc).unwrap();
+            let gpu_phase = glwe_key.phase(&accs[i]).unwrap();
+            for (t, (&x, &y)) in gpu_phase.iter().zip(&exact_phase).enumerate() {
+                let d = signed_distance(x, y);
+                assert!(
+                    d < (params.delta() / 2) >> 6,
+                    "{} / {engine:?}: ciphertext {i}, GLWE phase coefficient {t}: gpu {x:#x}, \
+                     exact {y:#x} (distance 2^{:.1})",
+                    s.name,
+                    log2(d)
+                );
+                max_glwe = max_glwe.max(d);
+            }
+            let exact_out = s.exact.bootstrap(ct, &lut).unwrap();
+            let d = signed_distance(
+                s.client.phase(&outs[i]).unwrap(),
+                s.client.phase(&exact_out).unwrap(),
+            );
+            max_lwe = max_lwe.max(d);
+            assert_eq!(
+                s.client.decrypt(&outs[i]).unwrap(),
+                s.client.decrypt(&exact_out).unwrap(),
+                "{} / {engine:?}: ciphertext {i} decrypts differently",
+                s.name
+            );
+        }
+        println!(
+            "{} / {engine:?}: max |phase_gpu - phase_exact| = 2^{:.1} (LWE), 2^{:.1} (all GLWE \
+             coefficients); delta / 2 = 2^{:.1}",
+            s.name,
+            log2(max_lwe),
+            log2(max_glwe),
+            log2(params.delta() / 2)
+        );
+        assert!(
+            max_lwe < (params.delta() / 2) >> 6,
+            "{}: LWE phase distance 2^{:.1}",
+            s.name,
+            log2(max_lwe)
+        );
+    }
+}
+
 #[test]
 #[ignore = "requires a CUDA GPU"]
 fn phases_are_close_to_the_exact_cpu_blind_rotation() {
     let mut rng = Csprng::from_seed([4; 32]);
     for s in both_sets() {
-        let params = *s.gpu.parameters();
-        let p = params.plaintext_modulus();
-        let table: Vec<u64> = (0..p).map(|m| (5 * m + 3) % p).collect();
-        let lut = LookupTable::from_values(&params, &table).unwrap();
         let trials = if s.name == "PARAM_TEST_INSECURE" {
             4
         } else {
             2
         };
-        let inputs: Vec<LweCiphertext> = (0..trials)
-            .map(|m| s.client.encrypt_small(m as u64 % p, &mut rng).unwrap())
-            .collect();
-        let glwe_key = s.client.glwe_secret_key();
+        assert_phases_close_to_exact(s, trials, &mut rng);
+    }
+}
+
+/// An insecure caller-defined set (small `n`, tiny noise) with the given shape; `pbs` and `ks`
+/// are (base log, levels).
+fn custom_set(
+    polynomial_size: usize,
+    glwe_dimension: usize,
+    pbs: (usize, usize),
+    ks: (usize, usize),
+    lwe_dimension: usize,
+    plaintext_modulus: u64,
+) -> Parameters {
+    Parameters::new(ParameterSpec {
+        lwe_dimension: LweDimension(lwe_dimension),
+        glwe_dimension: GlweDimension(glwe_dimension),
+        polynomial_size: PolynomialSize(polynomial_size),
+        lwe_noise: NoiseDistribution::Gaussian {
+            std: 1.0 / (1u64 << 30) as f64,
+        },
+        glwe_noise: NoiseDistribution::Gaussian {
+            std: 1.0 / (1u64 << 50) as f64,
+        },
+        pbs_decomposition: DecompositionParams::new(pbs.0, pbs.1).unwrap(),
+        ks_decomposition: DecompositionParams::new(ks.0, ks.1).unwrap(),
+        plaintext_modulus,
+    })
+    .unwrap()
+}
+
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn caller_defined_sets_of_every_shape_match_the_cpu() {
+    // N from 512 to 8192, k from 1 to 3, one to eight PBS levels, key switches of 3 to 64
+    // levels; the last two sets' digit polynomials do not fit in shared memory (the amortized
+    // kernel keeps them in device memory), the first's key-switch digits do not fit the large
+    // tile.
+    let sets = [
+        (
+            "N=512 k=2 l=3 ks=1x64",
+            custom_set(512, 2, (7, 3), (1, 64), 64, 4),
+        ),
+        (
+            "N=1024 k=3 l=2",
+            custom_set(1024, 3, (10, 2), (4, 4), 32, 2),
+        ),
+        (
+            "N=4096 k=1 l=2",
+            custom_set(4096, 1, (15, 2), (4, 4), 48, 8),
+        ),
+        (
+            "N=8192 k=1 l=2",
+            custom_set(8192, 1, (15, 2), (6, 3), 32, 16),
+        ),
+        ("N=2048 k=1 l=8", custom_set(2048, 1, (4, 8), (4, 4), 32, 4)),
+    ];
+    let mut rng = Csprng::from_seed([9; 32]);
+    for (t, (name, params)) in sets.into_iter().enumerate() {
+        let s = setup(name, params, 40 + t as u8);
         for engine in [Engine::LowLatency, Engine::Amortized] {
             let gpu = s.gpu.with_engine(engine);
-            let accs = gpu.blind_rotate_batch(&inputs, &lut).unwrap();
-            let outs = gpu.bootstrap_batch(&inputs, &lut).unwrap();
-            let mut max_lwe = 0u64;
-            let mut max_glwe = 0u64;
-            for (i, ct) in inputs.iter().enumerate() {
-                let exact_acc = s.exact.blind_rotate(ct, &lut).unwrap();
-                let exact_phase = glwe_key.phase(&exact_acc).unwrap();
-                let gpu_phase = glwe_key.phase(&accs[i]).unwrap();
-                for (t, (&x, &y)) in gpu_phase.iter().zip(&exact_phase).enumerate() {
-                    let d = signed_distance(x, y);
-                    assert!(
-                        d < (params.delta() / 2) >> 6,
-                        "{} / {engine:?}: ciphertext {i}, GLWE phase coefficient {t}: gpu \
-                         {x:#x}, exact {y:#x} (distance 2^{:.1})",
-                        s.name,
-                        log2(d)
-                    );
-                    max_glwe = max_glwe.max(d);
-                }
-                let exact_out = s.exact.bootstrap(ct, &lut).unwrap();
-                let d = signed_distance(
-                    s.client.phase(&outs[i]).unwrap(),
-                    s.client.phase(&exact_out).unwrap(),
-                );
-                max_lwe = max_lwe.max(d);
-                assert_eq!(
-                    s.client.decrypt(&outs[i]).unwrap(),
-                    s.client.decrypt(&exact_out).unwrap(),
-                    "{} / {engine:?}: ciphertext {i} decrypts differently",
-                    s.name
-                );
+            for (u, size) in [1, 5, 64].into_iter().enumerate() {
+                check_batch(&s, &gpu, size, 50 + u as u8);
             }
-            println!(
-                "{} / {engine:?}: max |phase_gpu - phase_exact| = 2^{:.1} (LWE), 2^{:.1} (all \
-                 GLWE coefficients); delta / 2 = 2^{:.1}",
-                s.name,
-                log2(max_lwe),
-                log2(max_glwe),
-                log2(params.delta() / 2)
-            );
-            assert!(
-                max_lwe < (params.delta() / 2) >> 6,
-                "{}: LWE phase distance 2^{:.1}",
-                s.name,
-                log2(max_lwe)
-            );
         }
+        assert_phases_close_to_exact(&s, 2, &mut rng);
     }
 }
 

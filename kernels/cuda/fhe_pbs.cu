@@ -473,7 +473,10 @@ static_assert(FHE_LEVELS >= 1 && FHE_LEVELS <= 64, "PBS level count out of range
 // polynomials of the external product (each thread owns the same positions in the pointwise
 // product, so reading all rows before writing is race-free); the M/2 twiddles; and the
 // accumulator when `acc_in_shared` (the host checks that K1 N words more fit), else it lives
-// in the output buffer (global memory).
+// in the output buffer (global memory). Shapes whose digit polynomials do not fit in shared
+// memory (large N times many levels) pass `global_digits`, a scratch area of K1 l padded
+// polynomials per block in device memory, which then holds them instead (slower, but every
+// valid parameter set runs).
 
 #define FHE_AMORTIZED_LOG_E 4
 
@@ -494,7 +497,7 @@ template <int K1, int LOG2M, int LEVELS>
 __device__ __forceinline__ void blind_rotate_amortized(
     const FheShape &s, const u32 *__restrict__ switched, const u64 *__restrict__ lut,
     const double2 *__restrict__ bsk, const double2 *__restrict__ twist,
-    const double2 *__restrict__ tw, u64 *glwe, u32 acc_in_shared) {
+    const double2 *__restrict__ tw, u64 *glwe, u32 acc_in_shared, double2 *global_digits) {
     constexpr int LOG_E = FHE_AMORTIZED_LOG_E;
     constexpr int THREADS = AmortizedShape<K1, LOG2M>::THREADS;
     constexpr u32 M = 1u << LOG2M;
@@ -504,9 +507,9 @@ __device__ __forceinline__ void blind_rotate_amortized(
     extern __shared__ double2 fhe_smem[];
     const u32 n = s.lwe_dimension;
     const u32 b = s.base_log;
-    double2 *dig = fhe_smem;
-    double2 *tw_s = fhe_smem + ROWS * PM;
     const u64 ct = blockIdx.x;
+    double2 *dig = global_digits ? global_digits + ct * ROWS * PM : fhe_smem;
+    double2 *tw_s = global_digits ? fhe_smem : fhe_smem + ROWS * PM;
     const u32 *sw = switched + ct * (n + 1);
     u64 *const out_glwe = glwe + ct * (u64)K1 * N_POLY;
     u64 *const acc = acc_in_shared ? (u64 *)(tw_s + M / 2) : out_glwe;
@@ -562,9 +565,9 @@ extern "C" __global__ void __launch_bounds__(AmortizedShape<FHE_K1, FHE_LOG2M>::
     FHE_KERNEL_NAME(fhe_blind_rotate_amortized, FHE_K1, FHE_N, FHE_LEVELS)(
         const FheShape s, const u32 *__restrict__ switched, const u64 *__restrict__ lut,
         const double2 *__restrict__ bsk, const double2 *__restrict__ twist,
-        const double2 *__restrict__ tw, u64 *glwe, u32 acc_in_shared) {
+        const double2 *__restrict__ tw, u64 *glwe, u32 acc_in_shared, double2 *global_digits) {
     blind_rotate_amortized<FHE_K1, FHE_LOG2M, FHE_LEVELS>(s, switched, lut, bsk, twist, tw, glwe,
-                                                          acc_in_shared);
+                                                          acc_in_shared, global_digits);
 }
 
 // ---------------------------------------------------------------------------------------
