@@ -8,9 +8,10 @@ use crate::field::Felt;
 use crate::rescue::{hash_elements, merge};
 use crate::{MerkleBackend, check_batch, check_rows};
 
-/// Merges per rayon task: a merge costs about a microsecond, so smaller tasks would spend
-/// more on scheduling than on hashing.
-const MERGES_PER_TASK: usize = 64;
+/// The fewest merges (or rows) per rayon task. A merge costs a few microseconds, far more than
+/// rayon spends on a task, so the floor stays low: a high one (64 before) left every level of
+/// fewer parents than that on a single thread, which showed at 2^10..2^12 leaves.
+const MERGES_PER_TASK: usize = 4;
 
 /// The CPU backend: portable Rust, parallel over all cores with rayon.
 ///

@@ -1,8 +1,10 @@
 //! The Goldilocks field p = 2^64 - 2^32 + 1.
 //!
 //! [`Felt`] is the public element type and always holds the canonical value in `[0, p)`.
-//! The hash works internally on plain `u64`s that may exceed `p` (any value below 2^64 stands
-//! for its residue), which saves a comparison per operation; [`canonical`] maps back.
+//! The hash works internally on plain `u64`s in Montgomery form (`x` held as `x 2^64 mod p`),
+//! whose reduction needs one correction where a direct reduction needs two; a held value may
+//! exceed `p` (any value below 2^64 stands for its residue), which saves a comparison per
+//! operation. [`to_mont`] and [`from_mont`] convert.
 
 use std::fmt;
 
@@ -76,6 +78,10 @@ pub(crate) const fn canonical(value: u64) -> u64 {
     }
 }
 
+/// 2^128 mod p (`2^96 = -1`, so `2^128 = -2^32`): Montgomery multiplication by it enters
+/// Montgomery form.
+const R2: u64 = MODULUS - (1 << 32);
+
 /// `a + b mod p` for any `a < 2^64` and a canonical `b` (the sum then never needs a second
 /// correction: `a + b - 2^64 + EPSILON < p + EPSILON = 2^64`).
 #[inline(always)]
@@ -84,29 +90,56 @@ pub(crate) fn add(a: u64, b: u64) -> u64 {
     sum.wrapping_add(EPSILON * u64::from(carry))
 }
 
-/// Reduces a 128-bit value to a `u64` congruent to it mod p (not always canonical).
-///
-/// With `x = lo + 2^64 (hl + 2^32 hh)`: `2^64 = 2^32 - 1` and `2^96 = -1` mod p, so
-/// `x = lo - hh + hl (2^32 - 1)`.
+/// A `u64` congruent to `x mod p`, for `x < 2^96`: `x = lo + 2^64 hi = lo + hi (2^32 - 1)`
+/// mod p, and `hi (2^32 - 1) < p`, so one carry correction suffices.
 #[inline(always)]
-pub(crate) fn reduce128(x: u128) -> u64 {
+pub(crate) fn reduce96(x: u128) -> u64 {
     let lo = x as u64;
     let hi = (x >> 64) as u64;
-    let hh = hi >> 32;
-    let hl = hi & EPSILON;
-    let (mut t, borrow) = lo.overflowing_sub(hh);
-    if borrow {
-        t = t.wrapping_sub(EPSILON);
-    }
-    let product = hl * EPSILON;
-    let (sum, carry) = t.overflowing_add(product);
-    sum.wrapping_add(EPSILON * u64::from(carry))
+    add(lo, hi * EPSILON)
 }
 
-/// `a * b mod p` for any `a, b < 2^64` (result not always canonical).
+/// `p^-1 mod 2^64`: `p (1 + 2^32) = 2^96 + 1`.
+const MODULUS_INV: u64 = 1 + (1 << 32);
+
+/// Montgomery reduction: a `u64` congruent to `x / 2^64` mod p, for any `x < 2^128`.
+///
+/// `m = lo(x) p^-1 mod 2^64` makes the low word of `m p` equal that of `x`, so
+/// `(x - m p) / 2^64 = hi(x) - hi(m p)` exactly. As `hi(m p) < p`, a negative difference is
+/// fixed by adding p once.
 #[inline(always)]
-pub(crate) fn mul(a: u64, b: u64) -> u64 {
-    reduce128(u128::from(a) * u128::from(b))
+pub(crate) fn mont_reduce(x: u128) -> u64 {
+    let lo = x as u64;
+    let hi = (x >> 64) as u64;
+    let m = lo.wrapping_mul(MODULUS_INV);
+    let mp_hi = ((u128::from(m) * u128::from(MODULUS)) >> 64) as u64;
+    let (r, borrow) = hi.overflowing_sub(mp_hi);
+    // Adding p is subtracting EPSILON mod 2^64: r >= 2^64 - hi(m p) > EPSILON here.
+    if borrow { r.wrapping_sub(EPSILON) } else { r }
+}
+
+/// Montgomery product: `a b / 2^64 mod p` for any `a, b < 2^64` (not always canonical). On
+/// Montgomery forms `a 2^64, b 2^64` it gives the Montgomery form of `a b`.
+#[inline(always)]
+pub(crate) fn mont_mul(a: u64, b: u64) -> u64 {
+    mont_reduce(u128::from(a) * u128::from(b))
+}
+
+/// The canonical Montgomery form `x 2^64 mod p` of any `x < 2^64`.
+#[inline(always)]
+pub(crate) fn to_mont(x: u64) -> u64 {
+    canonical(mont_mul(x, R2))
+}
+
+/// The canonical value of the element whose Montgomery form is `x` (any `x < 2^64`).
+#[inline(always)]
+pub(crate) fn from_mont(x: u64) -> u64 {
+    canonical(mont_reduce(u128::from(x)))
+}
+
+/// [`to_mont`] at compile time, for tables of constants.
+pub(crate) const fn to_mont_const(x: u64) -> u64 {
+    (((x as u128) << 64) % (MODULUS as u128)) as u64
 }
 
 #[cfg(test)]
@@ -117,22 +150,71 @@ mod tests {
         ((u128::from(a) * u128::from(b)) % u128::from(MODULUS)) as u64
     }
 
+    const EDGES: [u64; 11] = [
+        0,
+        1,
+        2,
+        EPSILON,
+        EPSILON + 1,
+        1 << 32,
+        MODULUS - 1,
+        MODULUS,
+        MODULUS + 1,
+        u64::MAX - 1,
+        u64::MAX,
+    ];
+
     #[test]
-    fn multiplication_matches_u128_remainder_at_the_edges() {
-        let edges = [
-            0,
-            1,
-            2,
-            EPSILON,
-            EPSILON + 1,
-            MODULUS - 1,
-            MODULUS,
-            MODULUS + 1,
-            u64::MAX,
-        ];
-        for &a in &edges {
-            for &b in &edges {
-                assert_eq!(canonical(mul(a, b)), reference_mul(a, b), "{a} * {b}");
+    fn montgomery_multiplication_matches_u128_remainder_at_the_edges() {
+        for &a in &EDGES {
+            for &b in &EDGES {
+                let product = from_mont(mont_mul(to_mont(a), to_mont(b)));
+                assert_eq!(product, reference_mul(a, b), "{a} * {b}");
+                // Raw inputs: a b / 2^64, checked by multiplying back by 2^64.
+                assert_eq!(
+                    reference_mul(canonical(mont_mul(a, b)), canonical(to_mont(1))),
+                    reference_mul(a, b),
+                    "{a} * {b} / 2^64"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn montgomery_multiplication_matches_u128_remainder_on_random_values() {
+        // splitmix64, so that the test needs no dependency.
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let z = (seed ^ (seed >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            let z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        };
+        for _ in 0..10_000 {
+            let (a, b) = (next(), next());
+            assert_eq!(
+                from_mont(mont_mul(to_mont(a), to_mont(b))),
+                reference_mul(a, b),
+                "{a} * {b}"
+            );
+        }
+    }
+
+    #[test]
+    fn montgomery_form_round_trips() {
+        for &x in &EDGES {
+            assert_eq!(to_mont(x), to_mont_const(x));
+            assert_eq!(from_mont(to_mont(x)), canonical(x));
+        }
+    }
+
+    #[test]
+    fn reduce96_matches_u128_remainder_at_the_edges() {
+        for &hi in &[0, 1, EPSILON - 1, EPSILON] {
+            for &lo in &EDGES {
+                let x = (u128::from(hi) << 64) | u128::from(lo);
+                let expected = (x % u128::from(MODULUS)) as u64;
+                assert_eq!(canonical(reduce96(x)), expected, "{x}");
             }
         }
     }

@@ -1,15 +1,4 @@
-//! Compact proofs for many leaves at once.
-//!
-//! A [`BatchProof`] holds each needed sibling once: nodes that the verifier can compute from
-//! the opened leaves themselves are left out. Its layout is that of winter-crypto's
-//! `BatchMerkleProof` (an Octopus-style compression), so the two convert into each other
-//! without recomputation and winter-crypto verifiers accept ours:
-//!
-//! - the opened indexes are grouped into leaf pairs `{2k, 2k + 1}`, sorted; `nodes[g]` starts
-//!   with the leaves of pair `g` that were not opened;
-//! - then, level by level up to the children of the root, the list of known nodes is walked
-//!   left to right: a node whose sibling is the next entry pairs with it; otherwise the
-//!   sibling is appended to `nodes[i]`, `i` being the node's place in that level's list.
+//! Compact proofs for many leaves at once (see [`BatchProof`]).
 
 use std::collections::BTreeMap;
 
@@ -22,11 +11,22 @@ use crate::tree::MerkleTree;
 const MAX_DEPTH: u32 = 63;
 
 /// Authentication paths for several leaves of one tree, shared nodes sent once.
+///
+/// Each needed sibling is held once: nodes that the verifier can compute from the opened
+/// leaves themselves are left out. The layout is that of winter-crypto's `BatchMerkleProof`
+/// (an Octopus-style compression), so the two convert into each other without recomputation
+/// and winter-crypto verifiers accept ours:
+///
+/// - the opened indexes are grouped into leaf pairs `{2k, 2k + 1}`, sorted; `nodes[g]` starts
+///   with the leaves of pair `g` that were not opened;
+/// - then, level by level up to the children of the root, the list of known nodes is walked
+///   left to right: a node whose sibling is the next entry pairs with it; otherwise the
+///   sibling is appended to `nodes[i]`, `i` being the node's place in that level's list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BatchProof {
     /// Depth of the tree (`log2` of its leaf count).
     pub depth: u32,
-    /// Sibling digests grouped as described in the [module docs](self).
+    /// Sibling digests, grouped as described above.
     pub nodes: Vec<Vec<Digest>>,
 }
 
