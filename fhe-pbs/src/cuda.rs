@@ -64,7 +64,8 @@ use std::f64::consts::PI;
 use std::sync::{Arc, Mutex};
 
 use kernels::source::Module;
-use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, source};
+use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, PinnedBuffer, source};
+use rayon::prelude::*;
 
 use crate::Bootstrapper;
 use crate::error::Error;
@@ -89,6 +90,9 @@ const KS_CHUNK: u32 = 16;
 /// (`FHE_AMORTIZED_MAX_THREADS`, so that its registers do not spill); it wants
 /// `(k + 1) N/2 / 16`, one per FFT task, and loops over the tasks beyond.
 const AMORTIZED_MAX_THREADS: u32 = 128;
+/// Words of the page-locked staging buffer for ciphertext transfers (64 MiB; more when one
+/// ciphertext needs it).
+const STAGING_WORDS: usize = 1 << 23;
 /// A null `double2*` kernel argument.
 const NULL_DEVICE_POINTER: u64 = 0;
 /// log2 of the values per FFT task of the amortized kernel (`FHE_AMORTIZED_LOG_E`).
@@ -204,6 +208,9 @@ pub struct Cuda {
     kernels: Kernels,
     engine: Engine,
     max_chunk: usize,
+    /// Page-locked staging for ciphertext transfers (allocated at the first batch, shared by
+    /// the engines made from one upload).
+    staging: Arc<Mutex<Option<PinnedBuffer<u64>>>>,
 }
 
 /// The device-side representation of the `N` words of an element-wise stage.
@@ -350,6 +357,7 @@ impl Cuda {
             kernels,
             engine,
             max_chunk: usize::MAX,
+            staging: Arc::new(Mutex::new(None)),
         })
     }
 
@@ -580,12 +588,7 @@ impl Cuda {
         pipeline: Pipeline,
     ) -> Result<Vec<Vec<u64>>, Error> {
         let count = ciphertexts.len();
-        let width = ciphertexts.first().map_or(0, |c| c.as_slice().len());
-        let mut words = Vec::with_capacity(count * width);
-        for ct in ciphertexts {
-            words.extend_from_slice(ct.as_slice());
-        }
-        let input = self.gpu.upload(&words)?;
+        let input = self.upload_ciphertexts(ciphertexts)?;
         let small = if pipeline.keyswitches() {
             self.keyswitch_device(&input, count)?
         } else {
@@ -605,8 +608,75 @@ impl Cuda {
             }
             _ => (small, self.params.lwe_dimension().0 + 1),
         };
-        let host = result.to_host()?;
-        Ok(host.chunks_exact(out_width).map(<[u64]>::to_vec).collect())
+        self.download_words(&result, out_width)
+    }
+
+    /// Runs `transfer` with the page-locked staging buffer (at least `min_words` long).
+    /// Fresh pageable memory costs a page fault per 4 KiB at first touch, which made up most
+    /// of a large batch's host time; the staging buffer is touched once and reused.
+    fn with_staging<T>(
+        &self,
+        min_words: usize,
+        transfer: impl FnOnce(&mut PinnedBuffer<u64>) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let mut staging = self
+            .staging
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let words = STAGING_WORDS.max(min_words);
+        let buffer = match staging.take() {
+            Some(buffer) if buffer.len() >= words => buffer,
+            _ => self.gpu.alloc_pinned(words)?,
+        };
+        transfer(staging.insert(buffer))
+    }
+
+    /// The ciphertexts' words back to back on the device, copied through the staging buffer
+    /// in pieces of whole ciphertexts (filled by all cores).
+    fn upload_ciphertexts(
+        &self,
+        ciphertexts: &[LweCiphertext],
+    ) -> Result<DeviceBuffer<u64>, Error> {
+        let width = ciphertexts.first().map_or(0, |c| c.as_slice().len());
+        let mut device = self.gpu.alloc_zeroed::<u64>(ciphertexts.len() * width)?;
+        if width == 0 {
+            return Ok(device);
+        }
+        self.with_staging(width, |staging| {
+            let per_piece = staging.len() / width;
+            for (p, piece) in ciphertexts.chunks(per_piece).enumerate() {
+                let words = &mut staging.as_mut_slice()?[..piece.len() * width];
+                words
+                    .par_chunks_mut(width)
+                    .zip(piece.par_iter())
+                    .for_each(|(dst, ct)| dst.copy_from_slice(ct.as_slice()));
+                device.copy_from_host_at(p * per_piece * width, words)?;
+            }
+            Ok(device)
+        })
+    }
+
+    /// `device` split into vectors of `width` words, copied through the staging buffer.
+    fn download_words(
+        &self,
+        device: &DeviceBuffer<u64>,
+        width: usize,
+    ) -> Result<Vec<Vec<u64>>, Error> {
+        let total = device.len();
+        let mut out = Vec::with_capacity(total / width.max(1));
+        if width == 0 {
+            return Ok(out);
+        }
+        self.with_staging(width, |staging| {
+            let per_piece = staging.len() / width * width;
+            for offset in (0..total).step_by(per_piece) {
+                let len = per_piece.min(total - offset);
+                let words = &mut staging.as_mut_slice()?[..len];
+                device.copy_range_to_host(offset, words)?;
+                out.par_extend(words.par_chunks(width).map(<[u64]>::to_vec));
+            }
+            Ok(out)
+        })
     }
 
     /// Key switch of `count` big-key ciphertexts on the device.

@@ -39,7 +39,8 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         Ok(())
     }
 
-    /// Copies `data` into the start of the buffer (`data` may be shorter than the buffer).
+    /// Copies `data` into the start of the buffer (`data` may be shorter than the buffer);
+    /// returns once the copy has finished.
     pub fn copy_from_host(&mut self, data: &[T]) -> Result<()> {
         self.copy_from_host_at(0, data)
     }
@@ -49,12 +50,15 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         self.copy_range_to_host(0, out)
     }
 
-    /// Copies `data` into the buffer from element `offset` on.
+    /// Copies `data` into the buffer from element `offset` on. Returns once the copy has
+    /// finished, so `data` may be overwritten at once, also when it lies in page-locked memory
+    /// (such as a [`PinnedBuffer`]'s), which the driver would otherwise still be reading.
     pub fn copy_from_host_at(&mut self, offset: usize, data: &[T]) -> Result<()> {
         check_fits(offset.saturating_add(data.len()), self.len())?;
         let stream = self.slice.stream().clone();
         let mut range = self.slice.slice_mut(offset..offset + data.len());
         stream.memcpy_htod(data, &mut range)?;
+        stream.synchronize()?;
         Ok(())
     }
 
