@@ -184,6 +184,60 @@ fn decompose_difference(
     }
 }
 
+/// What both blind rotations share: the accumulator (starting at `X^{-b~} LUT`), the
+/// decomposer, and the buffers of each CMux's rotated difference.
+struct Rotation<'a> {
+    n: usize,
+    k1: usize,
+    levels: usize,
+    /// Digit polynomials per CMux: `levels (k + 1)`.
+    rows: usize,
+    /// The switched mask `a~_i`.
+    mask: &'a [usize],
+    decomposer: Decomposer,
+    acc: Vec<u64>,
+    diff: Vec<u64>,
+    states: Vec<u64>,
+}
+
+impl<'a> Rotation<'a> {
+    fn start(params: &Parameters, switched: &'a [usize], lut: &[u64]) -> Self {
+        let n = params.polynomial_size().0;
+        let k1 = params.glwe_dimension().0 + 1;
+        let decomposition = params.pbs_decomposition();
+        let levels = decomposition.level_count.0;
+        let (mask, b_tilde) = match switched.split_last() {
+            Some((&b, mask)) => (mask, b),
+            None => (switched, 0),
+        };
+        Self {
+            n,
+            k1,
+            levels,
+            rows: levels * k1,
+            mask,
+            decomposer: Decomposer::new(decomposition),
+            acc: initial_accumulator(k1 - 1, n, b_tilde, lut),
+            diff: vec![0u64; k1 * n],
+            states: vec![0u64; n],
+        }
+    }
+
+    /// The digits of `X^a ACC - ACC` into `digits` (`rows` polynomials, GGSW row order).
+    fn decompose_step(&mut self, a: usize, digits: &mut [i64]) {
+        rotate_difference(&mut self.diff, &self.acc, a, self.n);
+        decompose_difference(
+            &self.diff,
+            digits,
+            &mut self.states,
+            self.n,
+            self.k1,
+            &self.decomposer,
+            self.levels,
+        );
+    }
+}
+
 /// The exact blind rotation (integer products), returning the accumulator words.
 pub(crate) fn blind_rotate_exact(
     params: &Parameters,
@@ -191,52 +245,36 @@ pub(crate) fn blind_rotate_exact(
     switched: &[usize],
     lut: &[u64],
 ) -> Vec<u64> {
-    let n = params.polynomial_size().0;
-    let k1 = params.glwe_dimension().0 + 1;
-    let decomposition = params.pbs_decomposition();
-    let rows = decomposition.level_count.0 * k1;
+    let mut rotation = Rotation::start(params, switched, lut);
+    let (n, k1, rows, mask) = (rotation.n, rotation.k1, rotation.rows, rotation.mask);
     let ggsw_len = rows * k1 * n;
-    let (mask, b_tilde) = match switched.split_last() {
-        Some((&b, mask)) => (mask, b),
-        None => (switched, 0),
-    };
-    let levels = decomposition.level_count.0;
-    let decomposer = Decomposer::new(decomposition);
-    let mut acc = initial_accumulator(k1 - 1, n, b_tilde, lut);
-    let mut diff = vec![0u64; k1 * n];
-    let mut states = vec![0u64; n];
     let mut signed_digits = vec![0i64; rows * n];
     let mut digits = vec![0u64; rows * n];
     for (i, &a) in mask.iter().enumerate() {
         if a == 0 {
             continue;
         }
-        rotate_difference(&mut diff, &acc, a, n);
-        decompose_difference(
-            &diff,
-            &mut signed_digits,
-            &mut states,
-            n,
-            k1,
-            &decomposer,
-            levels,
-        );
+        rotation.decompose_step(a, &mut signed_digits);
         for (u, &d) in digits.iter_mut().zip(&signed_digits) {
             *u = d as u64;
         }
         let ggsw = &bsk[i * ggsw_len..(i + 1) * ggsw_len];
         let digits = &digits;
-        acc.par_chunks_exact_mut(n).enumerate().for_each_init(
-            || ExactMultiplier::new(n),
-            |multiplier, (c, out)| {
-                for (row, digit_poly) in digits.chunks_exact(n).enumerate() {
-                    let key_poly = &ggsw[(row * k1 + c) * n..(row * k1 + c + 1) * n];
-                    multiplier.mul_add(out, digit_poly, key_poly);
-                }
-            },
-        );
+        rotation
+            .acc
+            .par_chunks_exact_mut(n)
+            .enumerate()
+            .for_each_init(
+                || ExactMultiplier::new(n),
+                |multiplier, (c, out)| {
+                    for (row, digit_poly) in digits.chunks_exact(n).enumerate() {
+                        let key_poly = &ggsw[(row * k1 + c) * n..(row * k1 + c + 1) * n];
+                        multiplier.mul_add(out, digit_poly, key_poly);
+                    }
+                },
+            );
     }
-    acc
+    rotation.acc
 }
 
 /// The FFT blind rotation, returning the accumulator words.
@@ -246,21 +284,10 @@ pub(crate) fn blind_rotate_fft(
     switched: &[usize],
     lut: &[u64],
 ) -> Vec<u64> {
-    let n = params.polynomial_size().0;
+    let mut rotation = Rotation::start(params, switched, lut);
+    let (n, k1, rows, mask) = (rotation.n, rotation.k1, rotation.rows, rotation.mask);
     let half = n / 2;
-    let k1 = params.glwe_dimension().0 + 1;
-    let decomposition = params.pbs_decomposition();
-    let rows = decomposition.level_count.0 * k1;
     let fft = fourier.fft();
-    let (mask, b_tilde) = match switched.split_last() {
-        Some((&b, mask)) => (mask, b),
-        None => (switched, 0),
-    };
-    let levels = decomposition.level_count.0;
-    let decomposer = Decomposer::new(decomposition);
-    let mut acc = initial_accumulator(k1 - 1, n, b_tilde, lut);
-    let mut diff = vec![0u64; k1 * n];
-    let mut states = vec![0u64; n];
     let mut digits = vec![0i64; rows * n];
     let mut digits_f = vec![Complex64::default(); rows * half];
     let mut out_f = vec![Complex64::default(); half];
@@ -269,13 +296,12 @@ pub(crate) fn blind_rotate_fft(
         if a == 0 {
             continue;
         }
-        rotate_difference(&mut diff, &acc, a, n);
-        decompose_difference(&diff, &mut digits, &mut states, n, k1, &decomposer, levels);
+        rotation.decompose_step(a, &mut digits);
         for (d, f) in digits.chunks_exact(n).zip(digits_f.chunks_exact_mut(half)) {
             fft.forward_i64(d, f, &mut scratch);
         }
         let ggsw = fourier.ggsw(i);
-        for (c, out) in acc.chunks_exact_mut(n).enumerate() {
+        for (c, out) in rotation.acc.chunks_exact_mut(n).enumerate() {
             out_f.fill(Complex64::default());
             for (row, d) in digits_f.chunks_exact(half).enumerate() {
                 let key = &ggsw[(row * k1 + c) * half..(row * k1 + c + 1) * half];
@@ -286,7 +312,7 @@ pub(crate) fn blind_rotate_fft(
             fft.backward_add(&mut out_f, out, &mut scratch);
         }
     }
-    acc
+    rotation.acc
 }
 
 impl Bootstrapper for Cpu {
