@@ -206,63 +206,124 @@ __device__ __forceinline__ void mad_limb_pairs(u32* acc, const u32* a, u32 b, co
     }
 }
 
-// a * b * R^-1 mod q: CIOS Montgomery with the running sum split in two, T = X + 2^32 Y, so
-// that every row is two independent chains of 64-bit products (one per limb parity, see
-// mad_limb_pairs) and no separate carry additions: about 360 instructions, against about 1250
-// for one accumulator with separate low and high chains (each `mad.lo.cc` costs an IMAD and an
+// Montgomery multiplication, CIOS with the running sum split in two, T = X + 2^32 Y, so that
+// every row is independent chains of 64-bit products (one per limb parity, see mad_limb_pairs)
+// and no separate carry additions: about 360 instructions per multiply, against about 1250 for
+// one accumulator with separate low and high chains (each `mad.lo.cc` costs an IMAD and an
 // IADD3.X; measured on an H100: 1.45x the multiplies per second).
 //
-// Per limb b_i: X += a_even b_i and Y += a_odd b_i (Y sits one limb up); m = X[0] (-q^-1);
-// X += q_even m and Y += q_odd m; X[0] is now zero and T / 2^32 = Y + X / 2^32, so the new X is
-// Y, and the new Y is the old X two limbs down, plus the old X[1] added into the new X[0] with
-// its carry going to the new Y[0]. The shift happens as the next row's Y chain reads its
-// addends from the old X. A carry out of the top of X lands in Y[11] (the same weight); the
-// bound T < 2^416 (a, b < q < 2^381) keeps every other chain from carrying out. The algebra and
-// the bounds were checked on a model with explicit carry flags before this was written.
+// Per limb i of the multipliers, a row: X += a_even b_i and Y += a_odd b_i (Y sits one limb
+// up), for each product of the row; m = X[0] (-q^-1); X += q_even m and Y += q_odd m; X[0] is
+// now zero and T / 2^32 = Y + X / 2^32, so the new X is Y, and the new Y is the old X two limbs
+// down, plus the old X[1] added into the new X[0] with its carry going to the new Y[0]. The
+// shift happens as the next row's first Y chain reads its addends from the old X. A carry out
+// of the top of X lands in Y[11] (the same weight); the bound T < 2^416 (each product below
+// q^2, at most two per row) keeps every other chain from carrying out. The algebra and the
+// bounds were checked on models with explicit carry flags before this was written.
+struct MontRows {
+    u32 x[FQ_LIMBS];         // the low-aligned half of T
+    u32 prev[FQ_LIMBS + 2];  // the previous row's x: prev[1] weighs 2^0, prev[k + 2] feeds y[k]
+    u32 y[FQ_LIMBS];         // the half one limb up
+};
+
+__device__ __forceinline__ MontRows mont_rows_zero() {
+    MontRows s;
+#pragma unroll
+    for (int k = 0; k < FQ_LIMBS + 2; k++) s.prev[k] = 0;
+#pragma unroll
+    for (int k = 0; k < FQ_LIMBS; k++) s.x[k] = 0;
+    return s;
+}
+
+// The odd limbs of a at even positions (odd[2j] = a[2j + 1]), the operand of the Y chains.
+__device__ __forceinline__ void odd_limbs(const Fq& a, u32* odd) {
+#pragma unroll
+    for (int j = 0; j < FQ_LIMBS; j += 2) {
+        odd[j] = a.l[j + 1];
+        odd[j + 1] = 0;
+    }
+}
+
+// A row's first product, a * b_i, which also shifts the previous row in.
+__device__ __forceinline__ void mont_row_start(MontRows& s, const Fq& a, const u32* a_odd, u32 bi) {
+    ASM_ADD_CC(s.x[0], s.x[0], s.prev[1]);
+    mad_limb_pairs<true>(s.y, a_odd, bi, s.prev + 2);
+    mad_limb_pairs<false>(s.x, a.l, bi, s.x);
+    ASM_ADDC_ACC(s.y[FQ_LIMBS - 1], 0u);
+}
+
+// A second product in the same row, c * d_i.
+__device__ __forceinline__ void mont_row_add(MontRows& s, const Fq& c, const u32* c_odd, u32 di) {
+    mad_limb_pairs<false>(s.x, c.l, di, s.x);
+    ASM_ADDC_ACC(s.y[FQ_LIMBS - 1], 0u);
+    mad_limb_pairs<false>(s.y, c_odd, di, s.y);
+}
+
+// The row's reduction: T += m q, which clears X[0]; then the shift by one limb.
+__device__ __forceinline__ void mont_row_reduce(MontRows& s) {
+    const u32 q_even[FQ_LIMBS] = {Q0, 0, Q2, 0, Q4, 0, Q6, 0, Q8, 0, Q10, 0};
+    const u32 q_odd[FQ_LIMBS] = {Q1, 0, Q3, 0, Q5, 0, Q7, 0, Q9, 0, Q11, 0};
+    const u32 m = s.x[0] * FQ_INV;
+    mad_limb_pairs<false>(s.x, q_even, m, s.x);
+    ASM_ADDC_ACC(s.y[FQ_LIMBS - 1], 0u);
+    mad_limb_pairs<false>(s.y, q_odd, m, s.y);
+#pragma unroll
+    for (int k = 0; k < FQ_LIMBS; k++) {
+        s.prev[k] = s.x[k];
+        s.x[k] = s.y[k];
+    }
+}
+
+// t = x + prev / 2^32 after the last row: T / 2^384, below 2q.
+__device__ __forceinline__ void mont_merge(const u32* x, const u32* prev, u32* t) {
+    ASM_ADD_CC(t[0], x[0], prev[1]);
+#pragma unroll
+    for (int k = 1; k < FQ_LIMBS - 1; k++) ASM_ADDC_CC(t[k], x[k], prev[k + 1]);
+    ASM_ADDC(t[FQ_LIMBS - 1], x[FQ_LIMBS - 1], 0u);
+}
+
+__device__ __forceinline__ Fq mont_rows_finish(const MontRows& s) {
+    u32 t[FQ_LIMBS];
+    mont_merge(s.x, s.prev, t);
+    return fq_reduce_once(t);
+}
+
+// a * b * R^-1 mod q.
 //
 // Not inlined: a point addition holds a dozen multiplies, and inlined copies overflowed the
 // instruction cache (measured: latency-bound kernels ran 5-10x slower). Arguments pass by value,
 // in registers.
 __device__ __noinline__ Fq fq_mul(Fq a, Fq b) {
-    const u32 q_even[FQ_LIMBS] = {Q0, 0, Q2, 0, Q4, 0, Q6, 0, Q8, 0, Q10, 0};
-    const u32 q_odd[FQ_LIMBS] = {Q1, 0, Q3, 0, Q5, 0, Q7, 0, Q9, 0, Q11, 0};
     u32 a_odd[FQ_LIMBS];
-#pragma unroll
-    for (int j = 0; j < FQ_LIMBS; j += 2) {
-        a_odd[j] = a.l[j + 1];
-        a_odd[j + 1] = 0;
-    }
-    // x: the low-aligned half of T; prev: the previous row's x (prev[0] is zero, prev[1] weighs
-    // 2^0 and prev[k] for k >= 2 feeds y[k - 2]); y: the half one limb up.
-    u32 x[FQ_LIMBS], prev[FQ_LIMBS + 2], y[FQ_LIMBS];
-#pragma unroll
-    for (int k = 0; k < FQ_LIMBS + 2; k++) prev[k] = 0;
-#pragma unroll
-    for (int k = 0; k < FQ_LIMBS; k++) x[k] = 0;
+    odd_limbs(a, a_odd);
+    MontRows s = mont_rows_zero();
 #pragma unroll
     for (int i = 0; i < FQ_LIMBS; i++) {
-        const u32 bi = b.l[i];
-        ASM_ADD_CC(x[0], x[0], prev[1]);
-        mad_limb_pairs<true>(y, a_odd, bi, prev + 2);
-        mad_limb_pairs<false>(x, a.l, bi, x);
-        ASM_ADDC_ACC(y[FQ_LIMBS - 1], 0u);
-        const u32 m = x[0] * FQ_INV;
-        mad_limb_pairs<false>(x, q_even, m, x);
-        ASM_ADDC_ACC(y[FQ_LIMBS - 1], 0u);
-        mad_limb_pairs<false>(y, q_odd, m, y);
-#pragma unroll
-        for (int k = 0; k < FQ_LIMBS; k++) {
-            prev[k] = x[k];
-            x[k] = y[k];
-        }
+        mont_row_start(s, a, a_odd, b.l[i]);
+        mont_row_reduce(s);
     }
-    // T / 2^32 = x + prev / 2^32 < 2q.
-    u32 t[FQ_LIMBS];
-    ASM_ADD_CC(t[0], x[0], prev[1]);
+    return mont_rows_finish(s);
+}
+
+// (a * b + c * d) * R^-1 mod q with one reduction: two thirds of the work of two fq_mul. The
+// sum stays below 2q^2, so T / 2^384 < q + 2q^2 / 2^384 < 2q.
+__device__ __noinline__ Fq fq_mul_sum(Fq a, Fq b, Fq c, Fq d) {
+    u32 a_odd[FQ_LIMBS], c_odd[FQ_LIMBS];
+    odd_limbs(a, a_odd);
+    odd_limbs(c, c_odd);
+    MontRows s = mont_rows_zero();
 #pragma unroll
-    for (int k = 1; k < FQ_LIMBS - 1; k++) ASM_ADDC_CC(t[k], x[k], prev[k + 1]);
-    ASM_ADDC(t[FQ_LIMBS - 1], x[FQ_LIMBS - 1], 0u);
-    return fq_reduce_once(t);
+    for (int i = 0; i < FQ_LIMBS; i++) {
+        mont_row_start(s, a, a_odd, b.l[i]);
+        mont_row_add(s, c, c_odd, d.l[i]);
+        mont_row_reduce(s);
+    }
+    return mont_rows_finish(s);
+}
+
+// a * b - c * d in Montgomery form.
+__device__ __forceinline__ Fq fq_mul_sub(const Fq& a, const Fq& b, const Fq& c, const Fq& d) {
+    return fq_mul_sum(a, b, fq_neg(c), d);
 }
 
 // a^2 * R^-1 mod q, with about a quarter fewer multiplies than fq_mul(a, a): the square
@@ -315,7 +376,7 @@ __device__ __noinline__ Fq fq_sqr(Fq a) {
         ASM_MADC_LO_CC(t[2 * i], a.l[i], a.l[i]);
         ASM_MADC_HI_CC(t[2 * i + 1], a.l[i], a.l[i]);
     }
-    // Montgomery reduction of t, as in fq_mul.
+    // Montgomery reduction of t, as in fq_mul's rows without the products.
     const u32 q_even[FQ_LIMBS] = {Q0, 0, Q2, 0, Q4, 0, Q6, 0, Q8, 0, Q10, 0};
     const u32 q_odd[FQ_LIMBS] = {Q1, 0, Q3, 0, Q5, 0, Q7, 0, Q9, 0, Q11, 0};
     u32 x[FQ_LIMBS], prev[FQ_LIMBS + 2], y[FQ_LIMBS];
@@ -337,10 +398,7 @@ __device__ __noinline__ Fq fq_sqr(Fq a) {
         }
     }
     u32 r[FQ_LIMBS];
-    ASM_ADD_CC(r[0], x[0], prev[1]);
-#pragma unroll
-    for (int k = 1; k < FQ_LIMBS - 1; k++) ASM_ADDC_CC(r[k], x[k], prev[k + 1]);
-    ASM_ADDC(r[FQ_LIMBS - 1], x[FQ_LIMBS - 1], 0u);
+    mont_merge(x, prev, r);
     ASM_ADD_CC(r[0], r[0], t[FQ_LIMBS]);
 #pragma unroll
     for (int k = 1; k < FQ_LIMBS - 1; k++) ASM_ADDC_CC_ACC(r[k], t[FQ_LIMBS + k]);
@@ -420,7 +478,7 @@ __device__ __forceinline__ Xyzz xyzz_double(const Xyzz& p) {
     Fq m = fq_add(fq_double(x2), x2);
     Xyzz r;
     r.x = fq_sub(fq_sub(fq_sqr(m), s), s);
-    r.y = fq_sub(fq_mul(m, fq_sub(s, r.x)), fq_mul(w, p.y));
+    r.y = fq_mul_sub(m, fq_sub(s, r.x), w, p.y);
     r.zz = fq_mul(v, p.zz);
     r.zzz = fq_mul(w, p.zzz);
     return r;
@@ -443,7 +501,7 @@ __device__ __forceinline__ Xyzz xyzz_add_affine(const Xyzz& acc, const Affine& p
     Fq q = fq_mul(acc.x, pp);
     Xyzz out;
     out.x = fq_sub(fq_sub(fq_sub(fq_sqr(r), ppp), q), q);
-    out.y = fq_sub(fq_mul(r, fq_sub(q, out.x)), fq_mul(acc.y, ppp));
+    out.y = fq_mul_sub(r, fq_sub(q, out.x), acc.y, ppp);
     out.zz = fq_mul(acc.zz, pp);
     out.zzz = fq_mul(acc.zzz, ppp);
     return out;
@@ -468,7 +526,7 @@ __device__ __forceinline__ Xyzz xyzz_add(const Xyzz& a, const Xyzz& b) {
     Fq q = fq_mul(u1, pp);
     Xyzz out;
     out.x = fq_sub(fq_sub(fq_sub(fq_sqr(r), ppp), q), q);
-    out.y = fq_sub(fq_mul(r, fq_sub(q, out.x)), fq_mul(s1, ppp));
+    out.y = fq_mul_sub(r, fq_sub(q, out.x), s1, ppp);
     out.zz = fq_mul(fq_mul(a.zz, b.zz), pp);
     out.zzz = fq_mul(fq_mul(a.zzz, b.zzz), ppp);
     return out;

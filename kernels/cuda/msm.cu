@@ -283,15 +283,18 @@ __device__ __forceinline__ u32 run_length(const Entries& in, u32 first, u32 entr
 // slots without a piece get infinity under the same key, so the slots stay sorted by key.
 // The first pass does not walk (threads reading on would wait for each other); later passes
 // walk up to a segment, so pieces of a run cut in the first pass meet in the second. A run
-// holding every entry takes about log(entries) / log(per_segment / 2) passes.
+// holding every entry takes about log(entries) / log(per_segment / 2) passes, but most inputs
+// leave no pieces after the second: pieces[pass] (zero before the first pass) becomes nonzero
+// when the pass leaves one, and a pass whose input holds none returns at once.
 template <typename Entries>
-__device__ void accumulate(const Entries& in, u32* counters, u32 pass, u32 per_segment, u32 walk,
-                           Xyzz* buckets, u32* out_keys, Xyzz* out_points) {
+__device__ void accumulate(const Entries& in, u32* counters, u32* pieces, u32 pass,
+                           u32 per_segment, u32 walk, Xyzz* buckets, u32* out_keys,
+                           Xyzz* out_points) {
     u32 entries = counters[pass];
     u32 segments = (entries + per_segment - 1) / per_segment;
     u64 t = global_thread_index();
     if (t == 0) counters[pass + 1] = segments > 1 ? 2 * segments : 0;
-    if (t >= segments) return;
+    if (t >= segments || (pass > 0 && pieces[pass - 1] == 0)) return;
     u32 start = (u32)t * per_segment;
     u32 end = min(start + per_segment, entries);
     // A run continued from the segment before: skipped when that thread finishes it, which
@@ -320,6 +323,7 @@ __device__ void accumulate(const Entries& in, u32* counters, u32 pass, u32 per_s
             if (first_run && segments > 1) {
                 out_keys[2 * t] = key;
                 out_points[2 * t] = continued ? acc : xyzz_infinity();
+                if (continued) pieces[pass] = 1;
             }
             if (!(first_run && continued)) store_bucket(buckets, key, acc);
             first_run = false;
@@ -343,6 +347,7 @@ __device__ void accumulate(const Entries& in, u32* counters, u32 pass, u32 per_s
         return;
     }
     bool partial = continues || (first_run && continued);
+    if (partial) pieces[pass] = 1;
     if (!partial) store_bucket(buckets, key, acc);
     if (first_run) {
         out_keys[2 * t] = key;
@@ -358,18 +363,19 @@ __device__ void accumulate(const Entries& in, u32* counters, u32 pass, u32 per_s
 // registers the compiler picks: 2^20 9.39 -> 8.98 ms, 2^24 113.1 -> 104.0 ms per MSM).
 #define ACCUMULATE_THREADS 128
 extern "C" __global__ void __launch_bounds__(ACCUMULATE_THREADS, 4) msm_accumulate_affine(const Affine* bases, const SortedDigit* sorted,
-                                                 u32* counters, u32 per_segment, Xyzz* buckets,
-                                                 u32* out_keys, Xyzz* out_points) {
-    accumulate(DigitEntries{bases, sorted}, counters, 0, per_segment, 0, buckets, out_keys,
-               out_points);
+                                                 u32* counters, u32* pieces, u32 per_segment,
+                                                 Xyzz* buckets, u32* out_keys, Xyzz* out_points) {
+    accumulate(DigitEntries{bases, sorted}, counters, pieces, 0, per_segment, 0, buckets,
+               out_keys, out_points);
 }
 
 // Later passes: entries are the partial sums of the pass before.
 extern "C" __global__ void msm_accumulate_xyzz(const Xyzz* partials, const u32* keys,
-                                               u32* counters, u32 pass, u32 per_segment,
-                                               Xyzz* buckets, u32* out_keys, Xyzz* out_points) {
-    accumulate(PartialEntries{partials, keys}, counters, pass, per_segment, per_segment, buckets,
-               out_keys, out_points);
+                                               u32* counters, u32* pieces, u32 pass,
+                                               u32 per_segment, Xyzz* buckets, u32* out_keys,
+                                               Xyzz* out_points) {
+    accumulate(PartialEntries{partials, keys}, counters, pieces, pass, per_segment, per_segment,
+               buckets, out_keys, out_points);
 }
 
 // Thread (window w, group g) of `windows * groups`: with L = buckets / groups buckets per

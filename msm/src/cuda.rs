@@ -552,6 +552,7 @@ impl MsmContext {
         let per_scalar = Grid::cover(n64, THREADS);
         s.counts.zero()?;
         s.buckets.zero()?;
+        s.pieces.zero()?;
         // SAFETY: for every launch below, the arguments match the kernel's parameters in
         // msm.cu in number, order and layout. Bounds: `scalars` holds at least offset + n
         // scalars (the callers' chunks) and first + n <= points; `s.scalars` holds `chunk >= n` scalars; digit
@@ -606,6 +607,7 @@ impl MsmContext {
             .buffer(&self.bases)
             .buffer(&s.sorted)
             .buffer_mut(&mut s.counters)
+            .buffer_mut(&mut s.pieces)
             .value(&s.first_segment)
             .buffer_mut(&mut s.buckets)
             .buffer_mut(&mut s.partial_keys[0])
@@ -622,6 +624,7 @@ impl MsmContext {
                 .buffer(input.1)
                 .buffer(input.0)
                 .buffer_mut(&mut s.counters)
+                .buffer_mut(&mut s.pieces)
                 .value(&pass32)
                 .value(&LATER_PASS_SEGMENT)
                 .buffer_mut(&mut s.buckets)
@@ -737,6 +740,8 @@ struct Scratch {
     tile_sums: DeviceBuffer<u32>,
     /// Entries of each reduction pass (`counters[p]`), written by the device.
     counters: DeviceBuffer<u32>,
+    /// Whether reduction pass p left pieces of runs for the next (`pieces[p]`, nonzero if so).
+    pieces: DeviceBuffer<u32>,
     /// The nonzero digits sorted by bucket: (key, point reference) pairs.
     sorted: DeviceBuffer<[u32; 2]>,
     /// Partial sums of the reduction passes: pass p writes set p % 2.
@@ -807,6 +812,7 @@ impl Scratch {
             cursors: u32s(keys)?,
             tile_sums: u32s(keys.div_ceil(SCAN_TILE))?,
             counters: u32s(segments.len() as u64 + 1)?,
+            pieces: u32s(segments.len() as u64)?,
             sorted: gpu.alloc_zeroed(entries as usize)?,
             partial_keys: [u32s(partials(0) as u64)?, u32s(partials(1) as u64)?],
             partial_points: [points(partials(0) as u64)?, points(partials(1) as u64)?],
