@@ -532,14 +532,80 @@ __device__ __forceinline__ Xyzz xyzz_add(const Xyzz& a, const Xyzz& b) {
     return out;
 }
 
-// k * p for a small k, by double-and-add from the top bit.
-__device__ __forceinline__ Xyzz xyzz_mul_small(const Xyzz& p, u32 k) {
-    Xyzz r = xyzz_infinity();
-    for (int bit = 31; bit >= 0; bit--) {
-        if (!xyzz_is_infinity(r)) r = xyzz_double(r);
-        if ((k >> bit) & 1) r = xyzz_add(r, p);
-    }
+// ---- G1 additions shared by four lanes -----------------------------------------------------
+//
+// For kernels with too few additions in flight to fill the GPU, where the latency of one
+// addition decides: the four lanes of a quad (lanes 4k .. 4k + 3 of a warp) call these together
+// with the same inputs, each lane makes one of each round's independent multiplies (operands
+// picked by its role, so that all four run the same code), and shuffles share the products.
+// An addition then waits for four multiplies in a row instead of fourteen. Every lane returns
+// the result.
+
+__device__ __forceinline__ u32 quad_role() { return threadIdx.x % 4; }
+
+// Lane `role`'s value of v, within the quad.
+__device__ __forceinline__ Fq quad_share(const Fq& v, u32 role) {
+    const u32 quad_mask = 0xfu << (threadIdx.x % 32 & ~3u);
+    Fq r;
+#pragma unroll
+    for (int k = 0; k < FQ_LIMBS; k++) r.l[k] = __shfl_sync(quad_mask, v.l[k], role, 4);
     return r;
+}
+
+// The argument for this lane's role.
+__device__ __forceinline__ Fq by_role(const Fq& r0, const Fq& r1, const Fq& r2, const Fq& r3) {
+    u32 role = quad_role();
+    return role == 0 ? r0 : role == 1 ? r1 : role == 2 ? r2 : r3;
+}
+
+// 2p as xyzz_double, on a quad.
+__device__ __forceinline__ Xyzz xyzz_double_quad(const Xyzz& p) {
+    if (xyzz_is_infinity(p) || fq_is_zero(p.y)) return xyzz_infinity();
+    Fq u = fq_double(p.y);
+    Fq v_x2 = fq_mul(by_role(u, p.x, u, p.x), by_role(u, p.x, u, p.x));
+    Fq v = quad_share(v_x2, 0), x2 = quad_share(v_x2, 1);
+    Fq m = fq_add(fq_double(x2), x2);
+    Fq second = fq_mul(by_role(u, p.x, m, v), by_role(v, v, m, p.zz));
+    Fq w = quad_share(second, 0), s = quad_share(second, 1);
+    Fq mm = quad_share(second, 2), zz = quad_share(second, 3);
+    Xyzz r;
+    r.x = fq_sub(fq_sub(mm, s), s);
+    Fq zero = fq_zero();
+    Fq third = fq_mul_sum(by_role(m, w, m, w), by_role(fq_sub(s, r.x), p.zzz, fq_sub(s, r.x), p.zzz),
+                          by_role(fq_neg(w), zero, fq_neg(w), zero), by_role(p.y, zero, p.y, zero));
+    r.y = quad_share(third, 0);
+    r.zz = zz;
+    r.zzz = quad_share(third, 1);
+    return r;
+}
+
+// a + b as xyzz_add, on a quad.
+__device__ __forceinline__ Xyzz xyzz_add_quad(const Xyzz& a, const Xyzz& b) {
+    if (xyzz_is_infinity(b)) return a;
+    if (xyzz_is_infinity(a)) return b;
+    Fq first = fq_mul(by_role(a.x, b.x, a.y, b.y), by_role(b.zz, a.zz, b.zzz, a.zzz));
+    Fq u1 = quad_share(first, 0), u2 = quad_share(first, 1);
+    Fq s1 = quad_share(first, 2), s2 = quad_share(first, 3);
+    Fq pp_ = fq_sub(u2, u1);
+    Fq r = fq_sub(s2, s1);
+    if (fq_is_zero(pp_)) {
+        if (fq_is_zero(r)) return xyzz_double_quad(a);
+        return xyzz_infinity();
+    }
+    Fq second = fq_mul(by_role(pp_, r, a.zz, a.zzz), by_role(pp_, r, b.zz, b.zzz));
+    Fq pp = quad_share(second, 0), rr = quad_share(second, 1);
+    Fq zz = quad_share(second, 2), zzz = quad_share(second, 3);
+    Fq third = fq_mul(by_role(pp_, u1, zz, pp_), by_role(pp, pp, pp, pp));
+    Fq ppp = quad_share(third, 0), q = quad_share(third, 1);
+    Xyzz out;
+    out.zz = quad_share(third, 2);
+    out.x = fq_sub(fq_sub(fq_sub(rr, ppp), q), q);
+    Fq zero = fq_zero();
+    Fq fourth = fq_mul_sum(by_role(r, zzz, r, zzz), by_role(fq_sub(q, out.x), ppp, fq_sub(q, out.x), ppp),
+                           by_role(fq_neg(s1), zero, fq_neg(s1), zero), by_role(ppp, zero, ppp, zero));
+    out.y = quad_share(fourth, 0);
+    out.zzz = quad_share(fourth, 1);
+    return out;
 }
 
 // The affine form of p ((0, 0) for infinity): x = X / ZZ, y = Y / ZZZ, one inversion.

@@ -12,7 +12,7 @@
 //      sums, runs cut by segment boundaries go on as partial sums to the next pass (see
 //      accumulate below);
 //   6. msm_bucket_reduce: sum_b (b + 1) * B_b per window by running sums over groups of
-//      buckets, then msm_sum_groups until one point per window is left;
+//      buckets, then msm_sum_groups, a tree over the groups, until one point per window is left;
 //   7. msm_combine_windows: sum_j 2^(c j) S_j (skipped when the bases carry precomputed
 //      shifted copies 2^(c j) P_i, whose digits all share one window's buckets).
 //
@@ -378,10 +378,14 @@ extern "C" __global__ void msm_accumulate_xyzz(const Xyzz* partials, const u32* 
                buckets, out_keys, out_points);
 }
 
-// Thread (window w, group g) of `windows * groups`: with L = buckets / groups buckets per
-// group, sum_{b in group} (b + 1) * B_b = running-sum total + g * L * (sum of the group).
+// Thread (window w, group g) of `windows * groups`, over the L = buckets / groups buckets
+// B_gL .. B_gL+L-1 of its group: by running sums, W = sum_k (k + 1) B_gL+k (the group's sum with
+// its weights counted from the group's start) goes to sums[t], and P = L * sum_k B_gL+k (the
+// weight its buckets gain per group further up; L is a power of two, so doublings) to
+// sums[windows * groups + t]. msm_sum_groups then adds the groups' weights in a tree, so no
+// thread multiplies by its group's position.
 extern "C" __global__ void msm_bucket_reduce(const Xyzz* buckets, u32 buckets_per_window,
-                                             u32 windows, u32 groups, Xyzz* group_sums) {
+                                             u32 windows, u32 groups, Xyzz* sums) {
     u64 t = global_thread_index();
     if (t >= (u64)windows * groups) return;
     u32 window = (u32)(t / groups), group = (u32)(t % groups);
@@ -392,20 +396,36 @@ extern "C" __global__ void msm_bucket_reduce(const Xyzz* buckets, u32 buckets_pe
         running = xyzz_add(running, b[k]);
         total = xyzz_add(total, running);
     }
-    group_sums[t] = xyzz_add(total, xyzz_mul_small(running, group * size));
+    sums[t] = total;
+    for (u32 span = size; span > 1; span /= 2) running = xyzz_double(running);
+    sums[(u64)windows * groups + t] = running;
 }
 
-// out[w * (groups / fan_in) + g] = sum of in[w * groups + g * fan_in ..][.. fan_in].
-extern "C" __global__ void msm_sum_groups(const Xyzz* in, u32 windows, u32 groups, u32 fan_in,
+// One level of the tree over the groups of msm_bucket_reduce: `in` holds (W, P) of `groups`
+// nodes per window (all W, then all P), `out` the same for groups / 2 nodes. The node of
+// children A and B (B covering the next m buckets): W = W_A + W_B + P_B, since B's buckets weigh
+// m more each counted from A's start, and P = 2 (P_A + P_B). Few nodes, and each waits on two
+// additions in a row, so every node's W and its P each take a quad of lanes (see
+// xyzz_add_quad); the W quads and the P quads fill separate warps, so the two run side by side.
+// `with_p` is 0 at the last level, whose P nothing reads.
+extern "C" __global__ void msm_sum_groups(const Xyzz* in, u32 windows, u32 groups, u32 with_p,
                                           Xyzz* out) {
-    u32 out_groups = groups / fan_in;
-    u64 t = global_thread_index();
-    if (t >= (u64)windows * out_groups) return;
-    u32 window = (u32)(t / out_groups), group = (u32)(t % out_groups);
-    const Xyzz* src = in + (u64)window * groups + (u64)group * fan_in;
-    Xyzz acc = src[0];
-    for (u32 k = 1; k < fan_in; k++) acc = xyzz_add(acc, src[k]);
-    out[t] = acc;
+    const u64 quads_per_warp = 8;
+    u64 nodes = (u64)windows * (groups / 2);
+    u64 warp_aligned = (nodes + quads_per_warp - 1) / quads_per_warp * quads_per_warp;
+    u64 quad = global_thread_index() / 4;
+    bool weighted = quad < warp_aligned;
+    u64 node = weighted ? quad : quad - warp_aligned;
+    if (node >= nodes || (!weighted && !with_p)) return;
+    u64 first = (node / (groups / 2)) * groups + 2 * (node % (groups / 2));
+    const Xyzz* p_in = in + (u64)windows * groups;
+    if (weighted) {
+        Xyzz w = xyzz_add_quad(xyzz_add_quad(in[first], in[first + 1]), p_in[first + 1]);
+        if (quad_role() == 0) out[node] = w;
+    } else {
+        Xyzz p = xyzz_double_quad(xyzz_add_quad(p_in[first], p_in[first + 1]));
+        if (quad_role() == 0) out[nodes + node] = p;
+    }
 }
 
 // result = sum_j 2^(c j) * window_sums[j] by Horner's rule. One thread.

@@ -11,7 +11,7 @@
 //!    entries with XYZZ + affine additions, so a bucket holding every point costs no more
 //!    than even buckets; sums that cross thread boundaries are combined in further passes;
 //! 5. each window's buckets are reduced to `sum_b (b + 1) B_b` by running sums over groups of
-//!    buckets, in parallel, and the groups are summed in a tree;
+//!    buckets, in parallel, and a tree over the groups adds each group's offset weight;
 //! 6. the windows are combined as `sum_j 2^(c j) W_j`.
 //!
 //! Step 6 disappears with shifted bases ([`ContextOptions::shifted_bases`]): the context then
@@ -51,8 +51,6 @@ const FIRST_PASS_THREADS_LOG: u32 = 17;
 const FIRST_SEGMENT_MAX: u64 = 256;
 /// Entries summed by one thread in the reduction passes after the first.
 const LATER_PASS_SEGMENT: u32 = 8;
-/// Group sums added by one thread per tree level.
-const SUM_FAN_IN: u32 = 2;
 /// About this many threads reduce the buckets (enough to fill the GPU a few times).
 const REDUCE_THREADS: u64 = 1 << 15;
 /// Device memory left free for the driver and other work.
@@ -559,7 +557,8 @@ impl MsmContext {
         // keys are below `s.keys` (the length of counts, cursors and buckets); at most
         // n * windows <= `s.entries` digits are scattered; pass p writes at most
         // 2 * `s.segments[p]` partials, which fit its output buffer (sized in Scratch::new);
-        // the reduction kernels index windows * groups group sums.
+        // the group sums hold (W, P) for windows * groups nodes, and each tree level writes
+        // half of what it reads.
         unsafe {
             gpu.launch(&kernels.scalars_canonical, per_scalar)
                 .buffer(scalars)
@@ -646,7 +645,7 @@ impl MsmContext {
             let mut groups = s.groups;
             let mut current = 0;
             while groups > 1 {
-                let fan_in = SUM_FAN_IN.min(groups);
+                let with_p = u32::from(groups > 2);
                 let (input, output) = s.group_sums.split_at_mut(1);
                 let (input, output) = if current == 0 {
                     (&input[0], &mut output[0])
@@ -655,15 +654,19 @@ impl MsmContext {
                 };
                 gpu.launch(
                     &kernels.sum_groups,
-                    Grid::cover(u64::from(sets * (groups / fan_in)), THREADS),
+                    Grid::cover(
+                        4 * u64::from(1 + with_p)
+                            * u64::from(sets * (groups / 2)).next_multiple_of(8),
+                        THREADS,
+                    ),
                 )
                 .buffer(input)
                 .value(&sets)
                 .value(&groups)
-                .value(&fan_in)
+                .value(&with_p)
                 .buffer_mut(output)
                 .run()?;
-                groups /= fan_in;
+                groups /= 2;
                 current = 1 - current;
             }
             if !self.shifted_bases {
@@ -772,13 +775,13 @@ impl Scratch {
         };
         let buckets_per_set = 1u64 << (context.window_bits - 1);
         let keys = u64::from(bucket_sets) * buckets_per_set;
-        // A power of two, so that groups split the buckets evenly and the group sums sum up
-        // in whole fan-ins.
+        // A power of two, so that groups split the buckets evenly and pair up in the tree.
         let groups =
             prev_power_of_two(REDUCE_THREADS / u64::from(bucket_sets)).clamp(1, buckets_per_set);
         // Memory that does not grow with the chunk, then per scalar of a chunk.
         let xyzz = size_of::<DeviceXyzz>() as u64;
-        let fixed = keys * (8 + xyzz) + 2 * u64::from(bucket_sets) * groups * xyzz;
+        // Two points per group, then two per pair of groups.
+        let fixed = keys * (8 + xyzz) + 3 * u64::from(bucket_sets) * groups * xyzz;
         // Scalars, sorted keys and references, and the first pass's partial sums.
         let first_segment_for =
             |chunk: u64| ((chunk * windows) >> FIRST_PASS_THREADS_LOG).clamp(2, FIRST_SEGMENT_MAX);
@@ -818,8 +821,8 @@ impl Scratch {
             partial_points: [points(partials(0) as u64)?, points(partials(1) as u64)?],
             buckets: points(keys)?,
             group_sums: [
+                points(2 * u64::from(bucket_sets) * groups)?,
                 points(u64::from(bucket_sets) * groups)?,
-                points((u64::from(bucket_sets) * groups).div_ceil(2))?,
             ],
             result: points(1)?,
             staged: None,
