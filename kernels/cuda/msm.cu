@@ -227,8 +227,10 @@ extern "C" __global__ void msm_scatter_digits(const u32* scalars, DigitLayout la
     });
 }
 
-// The first pass's entries: sorted digits, whose points are (negated) affine bases.
+// The first pass's entries: sorted digits, whose points are (negated) affine bases. One
+// thread per segment.
 struct DigitEntries {
+    static const u32 LANES = 1;
     const Affine* bases;
     const SortedDigit* sorted;
     __device__ __forceinline__ u32 key(u32 e) const { return sorted[e].x; }
@@ -239,8 +241,10 @@ struct DigitEntries {
     }
 };
 
-// Later passes' entries: the partial sums of the pass before, with their keys.
+// Later passes' entries: the partial sums of the pass before, with their keys. Few segments,
+// each a short chain of additions, so a quad of lanes per segment (see xyzz_add_quad).
 struct PartialEntries {
+    static const u32 LANES = 4;
     const Xyzz* points;
     const u32* keys;
     __device__ __forceinline__ u32 key(u32 e) const { return keys[e]; }
@@ -253,14 +257,32 @@ __device__ __forceinline__ Xyzz extend_run(const Xyzz& acc, const Affine& p) {
     return xyzz_add_affine(acc, p);
 }
 __device__ __forceinline__ Xyzz extend_run(const Xyzz& acc, const Xyzz& p) {
-    return xyzz_add(acc, p);
+    return xyzz_add_quad(acc, p);
 }
 
-// Stores a finished bucket sum. Infinity is not stored: buckets start at infinity (zeroed),
-// and a key whose pieces were all stored earlier reaches later passes as infinity padding.
-__device__ __forceinline__ void store_bucket(Xyzz* buckets, u32 key, const Xyzz& sum) {
-    if (!xyzz_is_infinity(sum)) buckets[key] = sum;
-}
+// Where a pass's results go; only the first of the lanes that share a segment writes.
+struct PassOutput {
+    u32 pass;
+    u32* pieces;
+    Xyzz* buckets;
+    u32* keys;
+    Xyzz* points;
+    bool writer;
+
+    // Stores a finished bucket sum. Infinity is not stored: buckets start at infinity
+    // (zeroed), and a key whose pieces were all stored earlier reaches later passes as infinity
+    // padding.
+    __device__ __forceinline__ void bucket(u32 key, const Xyzz& sum) const {
+        if (writer && !xyzz_is_infinity(sum)) buckets[key] = sum;
+    }
+    // Slot `slot` for the next pass: a piece of a run, or infinity (`is_piece` false).
+    __device__ __forceinline__ void slot(u64 slot, u32 key, bool is_piece, const Xyzz& sum) const {
+        if (!writer) return;
+        keys[slot] = key;
+        points[slot] = is_piece ? sum : xyzz_infinity();
+        if (is_piece) pieces[pass] = 1;
+    }
+};
 
 // The number of entries from `first` on with the key of entry `first`, counting at most
 // `limit`.
@@ -272,7 +294,8 @@ __device__ __forceinline__ u32 run_length(const Entries& in, u32 first, u32 entr
 }
 
 // One pass of the segmented reduction by key, over counters[pass] entries (it sets
-// counters[pass + 1] to the next pass's entries, 0 after the last). Thread t sums entries
+// counters[pass + 1] to the next pass's entries, 0 after the last). Segment t (a thread, or a
+// quad of lanes, see Entries::LANES) sums entries
 // [t * per_segment, (t + 1) * per_segment) run by run (a run: consecutive equal keys), and
 // stores each complete run's sum in `buckets`.
 //
@@ -292,8 +315,10 @@ __device__ void accumulate(const Entries& in, u32* counters, u32* pieces, u32 pa
                            Xyzz* out_points) {
     u32 entries = counters[pass];
     u32 segments = (entries + per_segment - 1) / per_segment;
-    u64 t = global_thread_index();
-    if (t == 0) counters[pass + 1] = segments > 1 ? 2 * segments : 0;
+    u64 t = global_thread_index() / Entries::LANES;
+    const PassOutput out{pass, pieces, buckets, out_keys, out_points,
+                         threadIdx.x % Entries::LANES == 0};
+    if (t == 0 && out.writer) counters[pass + 1] = segments > 1 ? 2 * segments : 0;
     if (t >= segments || (pass > 0 && pieces[pass - 1] == 0)) return;
     u32 start = (u32)t * per_segment;
     u32 end = min(start + per_segment, entries);
@@ -308,8 +333,8 @@ __device__ void accumulate(const Entries& in, u32* counters, u32* pieces, u32 pa
             start += length;
             continued = false;
             if (start == end) {
-                out_keys[2 * t] = out_keys[2 * t + 1] = in.key(end - 1);
-                out_points[2 * t] = out_points[2 * t + 1] = xyzz_infinity();
+                out.slot(2 * t, in.key(end - 1), false, xyzz_infinity());
+                out.slot(2 * t + 1, in.key(end - 1), false, xyzz_infinity());
                 return;
             }
         }
@@ -321,11 +346,9 @@ __device__ void accumulate(const Entries& in, u32* counters, u32* pieces, u32 pa
         u32 next = in.key(e);
         if (next != key) {
             if (first_run && segments > 1) {
-                out_keys[2 * t] = key;
-                out_points[2 * t] = continued ? acc : xyzz_infinity();
-                if (continued) pieces[pass] = 1;
+                out.slot(2 * t, key, continued, acc);
             }
-            if (!(first_run && continued)) store_bucket(buckets, key, acc);
+            if (!(first_run && continued)) out.bucket(key, acc);
             first_run = false;
             key = next;
             acc = start_run(in.point(e));
@@ -343,18 +366,13 @@ __device__ void accumulate(const Entries& in, u32* counters, u32* pieces, u32 pa
         }
     }
     if (segments == 1) {
-        store_bucket(buckets, key, acc);
+        out.bucket(key, acc);
         return;
     }
     bool partial = continues || (first_run && continued);
-    if (partial) pieces[pass] = 1;
-    if (!partial) store_bucket(buckets, key, acc);
-    if (first_run) {
-        out_keys[2 * t] = key;
-        out_points[2 * t] = partial ? acc : xyzz_infinity();
-    }
-    out_keys[2 * t + 1] = key;
-    out_points[2 * t + 1] = (partial && !first_run) ? acc : xyzz_infinity();
+    if (!partial) out.bucket(key, acc);
+    if (first_run) out.slot(2 * t, key, partial, acc);
+    out.slot(2 * t + 1, key, partial && !first_run, acc);
 }
 
 // The first pass: entries are point references into the affine bases. Capped at 128

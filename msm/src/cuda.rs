@@ -616,9 +616,10 @@ impl MsmContext {
                 let pass32 = pass as u32;
                 let (input, output) =
                     partials_for_pass(&mut s.partial_keys, &mut s.partial_points, pass);
+                // A quad of lanes per segment (`PartialEntries` in msm.cu).
                 gpu.launch(
                     &kernels.accumulate_xyzz,
-                    Grid::cover(s.segments[pass], THREADS),
+                    Grid::cover(4 * s.segments[pass], THREADS),
                 )
                 .buffer(input.1)
                 .buffer(input.0)
