@@ -786,15 +786,20 @@ impl Scratch {
         // Scalars, sorted keys and references, and the first pass's partial sums.
         let first_segment_for =
             |chunk: u64| ((chunk * windows) >> FIRST_PASS_THREADS_LOG).clamp(2, FIRST_SEGMENT_MAX);
-        let per_scalar =
-            |first_segment: u64| 32 + 8 * windows + 2 * windows * (4 + xyzz) / first_segment + 1;
+        // The first pass's partials, then the second's (a quarter as many).
+        let per_scalar = |first_segment: u64| {
+            let partials = 2 * windows * (4 + xyzz) / first_segment + 1;
+            32 + 8 * windows + partials + partials / 4 + 1
+        };
         let free = gpu.free_memory()?.saturating_sub(RESERVED_BYTES) as u64;
         let room = free.saturating_sub(fixed);
         let mut chunk = (context.points as u64)
             .min(MAX_ENTRIES / windows - 1)
             .min(context.scratch_points.unwrap_or(usize::MAX) as u64);
-        if chunk * per_scalar(first_segment_for(chunk)) > room {
-            chunk = (room / per_scalar(FIRST_SEGMENT_MAX)).clamp(1, chunk);
+        // A smaller chunk gets shorter first-pass segments and so more partials per scalar:
+        // shrink until the chunk's own needs fit.
+        while chunk > 1 && chunk * per_scalar(first_segment_for(chunk)) > room {
+            chunk = (room / per_scalar(first_segment_for(chunk))).clamp(1, chunk - 1);
         }
         let entries = chunk * windows;
         let first_segment = first_segment_for(chunk) as u32;
