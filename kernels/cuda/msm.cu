@@ -446,16 +446,17 @@ extern "C" __global__ void msm_sum_groups(const Xyzz* in, u32 windows, u32 group
     }
 }
 
-// result = sum_j 2^(c j) * window_sums[j] by Horner's rule. One thread.
+// result = sum_j 2^(c j) * window_sums[j] by Horner's rule: a chain of (windows - 1) c
+// doublings, so one quad of lanes (see xyzz_add_quad).
 extern "C" __global__ void msm_combine_windows(const Xyzz* window_sums, u32 windows, u32 c,
                                                Xyzz* result) {
-    if (global_thread_index() != 0) return;
+    if (global_thread_index() >= 4) return;
     Xyzz acc = window_sums[windows - 1];
     for (int w = (int)windows - 2; w >= 0; w--) {
-        for (u32 k = 0; k < c; k++) acc = xyzz_double(acc);
-        acc = xyzz_add(acc, window_sums[w]);
+        for (u32 k = 0; k < c; k++) acc = xyzz_double_quad(acc);
+        acc = xyzz_add_quad(acc, window_sums[w]);
     }
-    *result = acc;
+    if (quad_role() == 0) *result = acc;
 }
 
 // bases[j * n + i] = 2^(c j) * bases[i] for j = 1 .. windows - 1, in affine form.

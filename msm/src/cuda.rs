@@ -671,7 +671,7 @@ impl MsmContext {
                 current = 1 - current;
             }
             if !self.shifted_bases {
-                gpu.launch(&kernels.combine_windows, Grid::cover(1, 32))
+                gpu.launch(&kernels.combine_windows, Grid::cover(4, 32))
                     .buffer(&s.group_sums[current])
                     .value(&self.windows)
                     .value(&self.window_bits)
