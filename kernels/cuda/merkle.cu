@@ -149,7 +149,9 @@ __device__ __forceinline__ u64 mds_split(u64 x, u32 lane) {
 // x[0], x[1], x[2]. Each lane gathers the state rotated by its q, rotated[j] = s[(j + q) mod
 // 12], so that its outputs out_{4t+q} = sum_k MDS_ROW[k] rotated[(4t + k) mod 12] use fixed
 // indices: in round (t, r) every lane reads lane (q + r) mod 4, which sends its slot holding
-// element 4t + r + q (mod 12): slot t, or t + 1 (mod 3) when its own lane is below r.
+// element 4t + r + q (mod 12): slot t, or t + 1 (mod 3) when its own lane is below r. Each
+// input is split into 32-bit halves so that the coefficient sums fit in u64s (the
+// coefficients sum to 160 < 2^8); lo + 2^32 hi is then reduced once.
 __device__ __forceinline__ void mds_quad(u64* x) {
     const u32 q = threadIdx.x % 4;
     const u32 quad_mask = 0xfu << (threadIdx.x % 32 & ~3u);
@@ -178,40 +180,20 @@ __device__ __forceinline__ void mds_quad(u64* x) {
     }
 }
 
-// s <- MDS s. Each input is split into 32-bit halves so that the coefficient sums fit in
-// u64s (the coefficients sum to 160 < 2^8); lo + 2^32 hi is then reduced once.
-__device__ __forceinline__ void mds(u64* s) {
-    u64 out[STATE_WIDTH];
-#pragma unroll
-    for (int i = 0; i < STATE_WIDTH; i++) {
-        u64 lo_sum = 0, hi_sum = 0;
-#pragma unroll
-        for (int j = 0; j < STATE_WIDTH; j++) {
-            u64 c = mds_coefficient((j + STATE_WIDTH - i) % STATE_WIDTH);
-            lo_sum += c * (u32)s[j];
-            hi_sum += c * (u32)(s[j] >> 32);
-        }
-        out[i] = reduce_mds_sums(lo_sum, hi_sum);
-    }
-#pragma unroll
-    for (int i = 0; i < STATE_WIDTH; i++) s[i] = out[i];
-}
-
-__device__ __forceinline__ void add_constants(u64* s, const u64* ark) {
-#pragma unroll
-    for (int i = 0; i < STATE_WIDTH; i++) s[i] = gl_add(s[i], ark[i]);
-}
-
-__device__ void permute(u64* s, const RescueConstants& c) {
+// The permutation on a quad of lanes (see mds_quad for the layout of x).
+__device__ void permute_quad(u64* x, const RescueConstants& c) {
+    const u32 q = threadIdx.x % 4;
 #pragma unroll 1
     for (int r = 0; r < ROUNDS; r++) {
 #pragma unroll
-        for (int i = 0; i < STATE_WIDTH; i++) s[i] = sbox_one(s[i]);
-        mds(s);
-        add_constants(s, c.ark1[r]);
-        inverse_sbox<STATE_WIDTH>(s);
-        mds(s);
-        add_constants(s, c.ark2[r]);
+        for (int t = 0; t < 3; t++) x[t] = sbox_one(x[t]);
+        mds_quad(x);
+#pragma unroll
+        for (int t = 0; t < 3; t++) x[t] = gl_add(x[t], c.ark1[r][4 * t + q]);
+        inverse_sbox<3>(x);
+        mds_quad(x);
+#pragma unroll
+        for (int t = 0; t < 3; t++) x[t] = gl_add(x[t], c.ark2[r][4 * t + q]);
     }
 }
 
@@ -273,44 +255,28 @@ extern "C" __global__ void merkle_merge_level(Digest* trees, u64 leaves_per_tree
     x[0] = q == 0 ? RATE : 0;
     x[1] = nodes[2 * node].e[q];
     x[2] = nodes[2 * node + 1].e[q];
-#pragma unroll 1
-    for (int r = 0; r < ROUNDS; r++) {
-#pragma unroll
-        for (int t = 0; t < 3; t++) x[t] = sbox_one(x[t]);
-        mds_quad(x);
-#pragma unroll
-        for (int t = 0; t < 3; t++) x[t] = gl_add(x[t], c.ark1[r][4 * t + q]);
-        inverse_sbox<3>(x);
-        mds_quad(x);
-#pragma unroll
-        for (int t = 0; t < 3; t++) x[t] = gl_add(x[t], c.ark2[r][4 * t + q]);
-    }
+    permute_quad(x, c);
     if (active) nodes[node].e[q] = canonical(x[1]);
 }
 
-// out[first + row] = hash_elements(row) for `rows` rows of `width` elements, row-major.
+// out[first + row] = hash_elements(row) for `rows` rows of `width` elements, row-major, a quad
+// of lanes per row (the layout of merkle_merge_level): lane q absorbs rate elements q and
+// q + 4 of each chunk into state elements 4 + q and 8 + q, and writes digest element q.
 extern "C" __global__ void merkle_hash_rows(const u64* elements, u64 rows, u32 width,
                                             Digest* out, u64 first,
                                             const __grid_constant__ RescueConstants c) {
-    u64 row = global_thread_index();
-    if (row >= rows) return;
+    const u64 row = global_thread_index() / 4;
+    const u32 q = threadIdx.x % 4;
+    if (row >= rows) return;  // whole quads leave together
     const u64* in = elements + row * width;
-    u64 s[STATE_WIDTH];
-    s[0] = width;
-#pragma unroll
-    for (int i = 1; i < STATE_WIDTH; i++) s[i] = 0;
+    u64 x[3] = {q == 0 ? (u64)width : 0, 0, 0};
     u32 taken = 0;
     while (taken < width) {
         u32 chunk = min(width - taken, (u32)RATE);
-#pragma unroll
-        for (int i = 0; i < RATE; i++) {
-            if (i < chunk) s[4 + i] = gl_add(s[4 + i], in[taken + i]);
-        }
-        permute(s, c);
+        if (q < chunk) x[1] = gl_add(x[1], in[taken + q]);
+        if (4 + q < chunk) x[2] = gl_add(x[2], in[taken + 4 + q]);
+        permute_quad(x, c);
         taken += chunk;
     }
-    Digest digest;
-#pragma unroll
-    for (int i = 0; i < 4; i++) digest.e[i] = canonical(s[4 + i]);
-    out[first + row] = digest;
+    out[first + row].e[q] = canonical(x[1]);
 }
