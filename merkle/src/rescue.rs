@@ -286,35 +286,32 @@ fn pow7(x: u64) -> u64 {
 #[inline(always)]
 fn pow_inv_alpha(state: &mut State) {
     let x = *state;
-    let mut x2 = x;
-    square_n(&mut x2, 1);
-    let mut x3 = x2;
-    mul_each(&mut x3, &x);
-    let mut x4 = x2;
-    square_n(&mut x4, 1);
-    let mut x7 = x3;
-    mul_each(&mut x7, &x4);
-    let mut p2 = x7; // x^9 = x^P(2)
-    mul_each(&mut p2, &x2);
-    let mut p4 = p2;
-    square_n(&mut p4, 6);
-    mul_each(&mut p4, &p2);
-    let mut p8 = p4;
-    square_n(&mut p8, 12);
-    mul_each(&mut p8, &p4);
-    let mut p10 = p8;
-    square_n(&mut p10, 6);
-    mul_each(&mut p10, &p2);
-    let mut p10_sq = p10;
-    square_n(&mut p10_sq, 1);
-    let mut p10_cube = p10_sq;
-    mul_each(&mut p10_cube, &p10);
-    let mut w = p10_sq; // x^(P(10) (2^32 + 3))
-    square_n(&mut w, 31);
-    mul_each(&mut w, &p10_cube);
-    square_n(&mut w, 4);
-    mul_each(&mut w, &x7);
-    *state = w;
+    let x2 = squared(x, 1);
+    let x3 = times(x2, &x);
+    let x4 = squared(x2, 1);
+    let x7 = times(x3, &x4);
+    let p2 = times(x7, &x2); // x^9 = x^P(2)
+    let p4 = times(squared(p2, 6), &p2);
+    let p8 = times(squared(p4, 12), &p4);
+    let p10 = times(squared(p8, 6), &p2);
+    let p10_sq = squared(p10, 1);
+    let p10_cube = times(p10_sq, &p10);
+    let w = times(squared(p10_sq, 31), &p10_cube); // x^(P(10) (2^32 + 3))
+    *state = times(squared(w, 4), &x7);
+}
+
+/// `a` with every element squared `n` times.
+#[inline(always)]
+fn squared(mut a: State, n: u32) -> State {
+    square_n(&mut a, n);
+    a
+}
+
+/// `a` with every element multiplied by the matching one of `b`.
+#[inline(always)]
+fn times(mut a: State, b: &State) -> State {
+    mul_each(&mut a, b);
+    a
 }
 
 /// `a[i] *= b[i]` for every element.
