@@ -29,9 +29,10 @@
 //! stage, so that consecutive threads read consecutive values); the inverse transform's last
 //! pass untwists, rounds and adds straight into the accumulator. The blind rotations are
 //! compiled per parameter set: the host compiles the module with `k + 1`, `N` and the PBS level
-//! count defined (`FHE_K1`, `FHE_N`, `FHE_LEVELS`), so that the FFT size, the block size and
+//! count and base log defined (`FHE_K1`, `FHE_N`, `FHE_LEVELS`, `FHE_BASE_LOG`), so that the
+//! FFT size, the block size, the digit extraction and
 //! the number of polynomials are compile-time constants in the kernels (named
-//! `fhe_blind_rotate_{cluster,amortized}_k{K1}_n{N}_l{L}`): their loops unroll fully and the
+//! `fhe_blind_rotate_{cluster,amortized,amortized_shared}_k{K1}_n{N}_l{L}_b{B}`): their loops unroll fully and the
 //! index arithmetic folds into constants. NVRTC compiles one such module (a couple of seconds)
 //! on the first use of a parameter set; the disk cache of `kernels` keeps it. The key switch
 //! stages the digits of 32 ciphertexts per block (8 for fewer than 32 ciphertexts), so that
@@ -47,7 +48,9 @@
 //!   (compute capability 9.0 and newer; `N/8` threads per block, at most 512: FFT tasks of
 //!   `E = 4` values); block `c` owns accumulator polynomial `c` in its
 //!   shared memory and output column `c`, and reads the other blocks' Fourier digits through
-//!   distributed shared memory, with one hardware cluster barrier per CMux. Clusters rather
+//!   distributed shared memory, with one hardware cluster barrier per CMux. The key rows of
+//!   the next CMux come into shared memory by the copy engine (`cp.async.bulk`) while the
+//!   current one finishes. Clusters rather
 //!   than a cooperative grid sync because a cluster barrier is a hardware barrier among a few
 //!   co-scheduled blocks (well under a microsecond), while a grid sync goes through global
 //!   memory atomics over the whole grid, which alone would take most of the 2 us budget of a
@@ -175,6 +178,7 @@ struct Kernels {
     modulus_switch: Kernel,
     decompose: Kernel,
     sample_extract: Kernel,
+    /// The amortized kernel for `amortized_layout` (`..._shared` for `AllShared`).
     amortized: Kernel,
     /// Where the amortized kernel keeps its working set.
     amortized_layout: AmortizedLayout,
@@ -365,7 +369,8 @@ impl Cuda {
         let k1 = params.glwe_dimension().0 + 1;
         let n = params.polynomial_size().0;
         let levels = params.pbs_decomposition().level_count.0;
-        let module = specialized_module(k1, n, levels);
+        let base_log = params.pbs_decomposition().base_log.0;
+        let module = specialized_module(k1, n, levels, base_log);
         let load = |name: &str| gpu.kernel(&module, name);
         let keyswitch_small = load("fhe_keyswitch_t8")?;
         let keyswitch_large = load("fhe_keyswitch_t32")?;
@@ -380,31 +385,36 @@ impl Cuda {
             .allow_shared_bytes(to_u32(keyswitch_shared_bytes(params, KS_TILE_LARGE)))
             .ok()
             .map(|()| keyswitch_large);
-        let amortized = load(&format!("fhe_blind_rotate_amortized_k{k1}_n{n}_l{levels}"))?;
-        let amortized_layout = [
-            AmortizedLayout::AllShared,
-            AmortizedLayout::AccumulatorInGlobal,
-        ]
-        .into_iter()
-        .find(|&layout| {
-            amortized
-                .allow_shared_bytes(to_u32(amortized_shared_bytes(params, layout)))
-                .is_ok()
-        });
-        let amortized_layout = match amortized_layout {
-            Some(layout) => layout,
-            None => {
-                let layout = AmortizedLayout::DigitsInGlobal;
-                allow_shared(
-                    &amortized,
-                    amortized_shared_bytes(params, layout),
-                    "twiddles of the amortized blind rotation",
-                )?;
-                layout
-            }
+        let suffix = format!("k{k1}_n{n}_l{levels}_b{base_log}");
+        let amortized = load(&format!("fhe_blind_rotate_amortized_{suffix}"))?;
+        let amortized_shared = load(&format!("fhe_blind_rotate_amortized_shared_{suffix}"))?;
+        let (amortized, amortized_layout) = if amortized_shared
+            .allow_shared_bytes(to_u32(amortized_shared_bytes(
+                params,
+                AmortizedLayout::AllShared,
+            )))
+            .is_ok()
+        {
+            (amortized_shared, AmortizedLayout::AllShared)
+        } else if amortized
+            .allow_shared_bytes(to_u32(amortized_shared_bytes(
+                params,
+                AmortizedLayout::AccumulatorInGlobal,
+            )))
+            .is_ok()
+        {
+            (amortized, AmortizedLayout::AccumulatorInGlobal)
+        } else {
+            let layout = AmortizedLayout::DigitsInGlobal;
+            allow_shared(
+                &amortized,
+                amortized_shared_bytes(params, layout),
+                "twiddles of the amortized blind rotation",
+            )?;
+            (amortized, layout)
         };
         let cluster = if gpu.info().compute_capability.major >= 9 {
-            let kernel = load(&format!("fhe_blind_rotate_cluster_k{k1}_n{n}_l{levels}"))?;
+            let kernel = load(&format!("fhe_blind_rotate_cluster_{suffix}"))?;
             // Too much shared memory for a cluster block: the amortized kernel serves.
             kernel
                 .allow_shared_bytes(to_u32(cluster_shared_bytes(params)))
@@ -754,7 +764,7 @@ impl Cuda {
                     threads: CLUSTER_THREADS.min(to_u32(n / 2) >> CLUSTER_LOG_E),
                     shared_bytes: to_u32(cluster_shared_bytes(&self.params)),
                 };
-                // SAFETY: the arguments match `fhe_blind_rotate_cluster_k{K1}_n{N}_l{L}(FheShape,
+                // SAFETY: the arguments match `fhe_blind_rotate_cluster_k{K1}_n{N}_l{L}_b{B}(FheShape,
                 // const u32*, const u64*, const double2*, const double2*, const double2*, u64*)`
                 // with K1 = k + 1, N and L = l of these parameters (the kernel was loaded for
                 // them, and its block is the `min(512, N/8)` threads launched); `switched` holds
@@ -788,7 +798,7 @@ impl Cuda {
                     shared_bytes: to_u32(amortized_shared_bytes(&self.params, layout)),
                 };
                 // SAFETY: as for the cluster kernel, with
-                // `fhe_blind_rotate_amortized_k{K1}_n{N}_l{L}` (block: the
+                // `fhe_blind_rotate_amortized[_shared]_k{K1}_n{N}_l{L}_b{B}` (block: the
                 // `min(128, (k + 1) N/32)` threads launched), whose last parameters are the u32
                 // `acc_in_shared` and `double2* global_digits`; one block per ciphertext, with
                 // the shared memory of `layout` (allowed at load): (k + 1) N words more exactly
@@ -867,18 +877,20 @@ impl Cuda {
 }
 
 /// The fhe_pbs module compiled for one parameter set: the source with `FHE_K1`, `FHE_N` and
-/// `FHE_LEVELS` defined, so that the blind rotations' FFT size, polynomial count and levels
-/// are compile-time constants (their kernels are named `..._k{K1}_n{N}_l{L}`). One module per
-/// parameter set and process (NVRTC compiles it on first use, the disk cache keeps it).
-fn specialized_module(k1: usize, n: usize, levels: usize) -> Module {
+/// `FHE_LEVELS` and `FHE_BASE_LOG` defined, so that the blind rotations' FFT size, polynomial
+/// count, levels and digit base are compile-time constants (their kernels are named
+/// `..._k{K1}_n{N}_l{L}_b{B}`). One module per parameter set and process (NVRTC compiles it on
+/// first use, the disk cache keeps it).
+fn specialized_module(k1: usize, n: usize, levels: usize, base_log: usize) -> Module {
     static MODULES: Mutex<Vec<Module>> = Mutex::new(Vec::new());
-    let name = format!("{}_k{k1}_n{n}_l{levels}", source::FHE_PBS.name);
+    let name = format!("{}_k{k1}_n{n}_l{levels}_b{base_log}", source::FHE_PBS.name);
     let mut modules = MODULES.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(module) = modules.iter().find(|m| m.name == name) {
         return *module;
     }
     let text = format!(
-        "#define FHE_K1 {k1}\n#define FHE_N {n}\n#define FHE_LEVELS {levels}\n{}",
+        "#define FHE_K1 {k1}\n#define FHE_N {n}\n#define FHE_LEVELS {levels}\n\
+         #define FHE_BASE_LOG {base_log}\n{}",
         source::FHE_PBS.source
     );
     // Leaked once per parameter set: the GPU handle keys its loaded modules by a static name.
@@ -923,12 +935,15 @@ fn amortized_shared_bytes(params: &Parameters, layout: AmortizedLayout) -> usize
 }
 
 /// Dynamic shared memory of a cluster block: two buffers of `l` padded Fourier polynomials,
-/// the staged twiddles (`N/2` slots, `N/2 - 1` used) and one accumulator polynomial of `N`
-/// words.
+/// the staged twiddles (`N/2` slots, `N/2 - 1` used), one accumulator polynomial of `N`
+/// words, the block's `(k + 1) l` key rows of one CMux (`N/2` complex values each) and the
+/// mbarrier their copies complete on (16 bytes).
 fn cluster_shared_bytes(params: &Parameters) -> usize {
+    let k1 = params.glwe_dimension().0 + 1;
     let n = params.polynomial_size().0;
     let levels = params.pbs_decomposition().level_count.0;
-    (2 * levels * padded_slots(params, CLUSTER_LOG_E) + n / 2) * 16 + n * 8
+    let key_rows = k1 * levels * n / 2;
+    (2 * levels * padded_slots(params, CLUSTER_LOG_E) + n / 2 + key_rows) * 16 + n * 8 + 16
 }
 
 /// Lets `kernel` use `bytes` of dynamic shared memory, or explains why it cannot.

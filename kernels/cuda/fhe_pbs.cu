@@ -63,17 +63,12 @@ __device__ __forceinline__ i64 next_digit(u64 &state, u32 b) {
     return (i64)(raw - (carry << b));
 }
 
-// (X^a p)[t] in Z[X]/(X^N + 1), a in [0, 2N) (polynomial.rs's multiply_by_monomial).
+// (X^a p)[t] in Z[X]/(X^N + 1), a in [0, 2N) (polynomial.rs's multiply_by_monomial):
+// +-p[(t - a) mod N], negated when a >= N xor the index wraps.
 __device__ __forceinline__ u64 rotated(const u64 *p, u32 a, u32 t, u32 n_poly) {
-    u32 shift = a & (n_poly - 1);
-    bool negate = a >= n_poly;
-    u64 v;
-    if (t >= shift) {
-        v = p[t - shift];
-    } else {
-        v = p[t + n_poly - shift];
-        negate = !negate;
-    }
+    const u32 shift = a & (n_poly - 1);
+    const bool negate = (a >= n_poly) != (t < shift);
+    const u64 v = p[(t - shift) & (n_poly - 1)];
     return negate ? 0ull - v : v;
 }
 
@@ -392,29 +387,42 @@ __device__ __forceinline__ void fft_inverse_add(double2 *data, const double2 *tw
     }
 }
 
+// A digit as a double, exactly: |digit| <= 2^(B - 1), so for B <= 31 it fits an int, whose
+// conversion is cheaper than the 64-bit one.
+template <u32 B>
+__device__ __forceinline__ double digit_to_double(i64 digit) {
+    if constexpr (B <= 31) {
+        return (double)(int)digit;
+    } else {
+        return (double)digit;
+    }
+}
+
 // Rotates, decomposes and twists the difference X^a p - p of one accumulator polynomial into
-// LEVELS complex polynomials: value j of level `level` (0 the most significant) at
-// dig[level * LEVEL_STRIDE + padded(j)], ready for fft_forward. Each thread owns coefficients
-// j and j + M and writes their digits straight into the transform's input.
-template <int LOG2M, int LOG_E, int THREADS, int LEVELS, u32 LEVEL_STRIDE, int UNROLL>
-__device__ __forceinline__ void decompose_difference(const u64 *p, u32 a, u32 b, double2 *dig,
+// LEVELS complex polynomials with base 2^B: value j of level `level` (0 the most significant)
+// at dig[level * LEVEL_STRIDE + padded(j)], ready for fft_forward. Each thread owns
+// coefficients j and j + M (j = threadIdx.x + THREADS t) and writes their digits straight
+// into the transform's input.
+template <int LOG2M, int LOG_E, int THREADS, int LEVELS, u32 B, u32 LEVEL_STRIDE, int UNROLL>
+__device__ __forceinline__ void decompose_difference(const u64 *p, u32 a, double2 *dig,
                                                      const double2 *__restrict__ twist) {
     constexpr u32 M = 1u << LOG2M;
     constexpr u32 N_POLY = 2 * M;
-    const u32 dropped = 64 - b * LEVELS;
+    constexpr u32 DROPPED = 64 - B * LEVELS;
 #pragma unroll UNROLL
-    for (u32 j = threadIdx.x; j < M; j += THREADS) {
+    for (u32 trip = 0; trip < (M + THREADS - 1) / THREADS; trip++) {
+        const u32 j = threadIdx.x + trip * THREADS;
+        if (M % THREADS != 0 && j >= M) break;  // k + 1 = 3: blocks of 3 2^x threads
         const u64 lo = rotated(p, a, j, N_POLY) - p[j];
         const u64 hi = rotated(p, a, j + M, N_POLY) - p[j + M];
-        u64 state_lo = decomposition_state(lo, dropped);
-        u64 state_hi = decomposition_state(hi, dropped);
+        u64 state_lo = decomposition_state(lo, DROPPED);
+        u64 state_hi = decomposition_state(hi, DROPPED);
         const double2 w = __ldg(twist + j);
 #pragma unroll
         for (int level = LEVELS - 1; level >= 0; level--) {
-            const i64 d_lo = next_digit(state_lo, b);
-            const i64 d_hi = next_digit(state_hi, b);
-            dig[level * LEVEL_STRIDE + padded<LOG_E>(j)] =
-                cmul(make_double2((double)d_lo, (double)d_hi), w);
+            const double d_lo = digit_to_double<B>(next_digit(state_lo, B));
+            const double d_hi = digit_to_double<B>(next_digit(state_hi, B));
+            dig[level * LEVEL_STRIDE + padded<LOG_E>(j)] = cmul(make_double2(d_lo, d_hi), w);
         }
     }
 }
@@ -441,9 +449,10 @@ __device__ __forceinline__ void load_twiddles(double2 *tw_s, const double2 *__re
 // The parameter set the blind rotations are compiled for. The host compiles this module once
 // per parameter set (fhe-pbs/src/cuda.rs), prepending
 //   #define FHE_K1 <k + 1>  #define FHE_N <N>  #define FHE_LEVELS <PBS level count>
-// so that the FFT size, the number of polynomials and the levels are compile-time constants;
-// the kernels' names carry them (fhe_blind_rotate_cluster_k2_n2048_l1), so that a kernel
-// never runs for another parameter set. Without the defines (the NVRTC compile test), the
+//   #define FHE_BASE_LOG <PBS base log>
+// so that the FFT size, the number of polynomials, the levels and the digit base are
+// compile-time constants; the kernels' names carry them (fhe_blind_rotate_cluster_k2_n2048_l1_b23),
+// so that a kernel never runs for another parameter set. Without the defines (the NVRTC compile test), the
 // module is compiled for PARAM_MESSAGE_2_CARRY_2's shape.
 #ifndef FHE_K1
 #define FHE_K1 2
@@ -454,17 +463,22 @@ __device__ __forceinline__ void load_twiddles(double2 *tw_s, const double2 *__re
 #ifndef FHE_LEVELS
 #define FHE_LEVELS 1
 #endif
+#ifndef FHE_BASE_LOG
+#define FHE_BASE_LOG 23
+#endif
 
 __host__ __device__ constexpr int fhe_log2(u32 x) { return x <= 1 ? 0 : 1 + fhe_log2(x >> 1); }
 
 static_assert(FHE_K1 >= 2 && FHE_K1 <= 4, "k + 1 must be 2, 3 or 4");
 static_assert(FHE_N >= 512 && FHE_N <= 8192 && (FHE_N & (FHE_N - 1)) == 0,
               "N must be a power of two from 512 to 8192");
-static_assert(FHE_LEVELS >= 1 && FHE_LEVELS <= 64, "PBS level count out of range");
+static_assert(FHE_LEVELS >= 1 && FHE_BASE_LOG >= 1 && FHE_LEVELS * FHE_BASE_LOG <= 64,
+              "PBS decomposition out of range");
 
 #define FHE_LOG2M (fhe_log2(FHE_N) - 1)
-#define FHE_CAT_NAME(base, k1, n, l) base##_k##k1##_n##n##_l##l
-#define FHE_KERNEL_NAME(base, k1, n, l) FHE_CAT_NAME(base, k1, n, l)
+#define FHE_CAT_NAME(base, k1, n, l, b) base##_k##k1##_n##n##_l##l##_b##b
+#define FHE_EXPANDED_NAME(base, k1, n, l, b) FHE_CAT_NAME(base, k1, n, l, b)
+#define FHE_KERNEL_NAME(base) FHE_EXPANDED_NAME(base, FHE_K1, FHE_N, FHE_LEVELS, FHE_BASE_LOG)
 
 // ---------------------------------------------------------------------------------------
 // Blind rotation, amortized: one block per ciphertext, many in flight; FFT passes of 16
@@ -476,7 +490,9 @@ static_assert(FHE_LEVELS >= 1 && FHE_LEVELS <= 64, "PBS level count out of range
 // in the output buffer (global memory). Shapes whose digit polynomials do not fit in shared
 // memory (large N times many levels) pass `global_digits`, a scratch area of K1 l padded
 // polynomials per block in device memory, which then holds them instead (slower, but every
-// valid parameter set runs).
+// valid parameter set runs). Two kernels: `..._shared` for the layout with everything in
+// shared memory (its pointers are known to be shared, so the compiler emits shared-memory
+// loads and stores), and the general one, whose layout is chosen at run time.
 
 #define FHE_AMORTIZED_LOG_E 4
 
@@ -493,7 +509,7 @@ struct AmortizedShape {
                                        : FHE_AMORTIZED_MAX_THREADS;
 };
 
-template <int K1, int LOG2M, int LEVELS>
+template <int K1, int LOG2M, int LEVELS, u32 B, bool ALL_SHARED>
 __device__ __forceinline__ void blind_rotate_amortized(
     const FheShape &s, const u32 *__restrict__ switched, const u64 *__restrict__ lut,
     const double2 *__restrict__ bsk, const double2 *__restrict__ twist,
@@ -506,13 +522,20 @@ __device__ __forceinline__ void blind_rotate_amortized(
     constexpr int ROWS = K1 * LEVELS;
     extern __shared__ double2 fhe_smem[];
     const u32 n = s.lwe_dimension;
-    const u32 b = s.base_log;
     const u64 ct = blockIdx.x;
-    double2 *dig = global_digits ? global_digits + ct * ROWS * PM : fhe_smem;
-    double2 *tw_s = global_digits ? fhe_smem : fhe_smem + ROWS * PM;
     const u32 *sw = switched + ct * (n + 1);
     u64 *const out_glwe = glwe + ct * (u64)K1 * N_POLY;
-    u64 *const acc = acc_in_shared ? (u64 *)(tw_s + M / 2) : out_glwe;
+    double2 *dig, *tw_s;
+    u64 *acc;
+    if constexpr (ALL_SHARED) {
+        dig = fhe_smem;
+        tw_s = fhe_smem + ROWS * PM;
+        acc = (u64 *)(tw_s + M / 2);
+    } else {
+        dig = global_digits ? global_digits + ct * ROWS * PM : fhe_smem;
+        tw_s = global_digits ? fhe_smem : fhe_smem + ROWS * PM;
+        acc = acc_in_shared ? (u64 *)(tw_s + M / 2) : out_glwe;
+    }
 
     load_twiddles(tw_s, tw, M / 2);
     // ACC = (0, ..., 0, X^{-b~} LUT)
@@ -524,15 +547,17 @@ __device__ __forceinline__ void blind_rotate_amortized(
     }
     __syncthreads();
 
+    u32 a_next = sw[0];
     for (u32 i = 0; i < n; i++) {
-        const u32 a = sw[i];
+        const u32 a = a_next;
+        if (i + 1 < n) a_next = sw[i + 1];  // in flight during this CMux
         if (a == 0) continue;  // X^0 ACC - ACC = 0: the CMux leaves ACC unchanged
         const double2 *ggsw = bsk + (u64)i * ROWS * K1 * M;
         prefetch_key<LOG2M, THREADS, ROWS * K1>(ggsw);
 #pragma unroll
         for (int r = 0; r < K1; r++) {
-            decompose_difference<LOG2M, LOG_E, THREADS, LEVELS, K1 * PM, 4>(acc + r * N_POLY, a,
-                                                                           b, dig + r * PM, twist);
+            decompose_difference<LOG2M, LOG_E, THREADS, LEVELS, B, K1 * PM, 4>(
+                acc + r * N_POLY, a, dig + r * PM, twist);
         }
         __syncthreads();
         fft_forward<LOG2M, LOG_E, THREADS, ROWS, false, true>(dig, tw_s);
@@ -556,19 +581,25 @@ __device__ __forceinline__ void blind_rotate_amortized(
         __syncthreads();
         fft_inverse_add<LOG2M, LOG_E, THREADS, K1, false>(dig, tw_s, acc, twist);
     }
-    if (acc_in_shared) {
+    if (ALL_SHARED || acc_in_shared) {
         for (u32 t = threadIdx.x; t < K1 * N_POLY; t += THREADS) out_glwe[t] = acc[t];
     }
 }
 
-extern "C" __global__ void __launch_bounds__(AmortizedShape<FHE_K1, FHE_LOG2M>::THREADS)
-    FHE_KERNEL_NAME(fhe_blind_rotate_amortized, FHE_K1, FHE_N, FHE_LEVELS)(
-        const FheShape s, const u32 *__restrict__ switched, const u64 *__restrict__ lut,
-        const double2 *__restrict__ bsk, const double2 *__restrict__ twist,
-        const double2 *__restrict__ tw, u64 *glwe, u32 acc_in_shared, double2 *global_digits) {
-    blind_rotate_amortized<FHE_K1, FHE_LOG2M, FHE_LEVELS>(s, switched, lut, bsk, twist, tw, glwe,
-                                                          acc_in_shared, global_digits);
-}
+// The two amortized kernels (see above); the same parameters, `acc_in_shared` and
+// `global_digits` ignored by `..._shared`.
+#define FHE_DEFINE_AMORTIZED(NAME, ALL_SHARED)                                                \
+    extern "C" __global__ void __launch_bounds__(AmortizedShape<FHE_K1, FHE_LOG2M>::THREADS)  \
+        NAME(const FheShape s, const u32 *__restrict__ switched, const u64 *__restrict__ lut, \
+             const double2 *__restrict__ bsk, const double2 *__restrict__ twist,              \
+             const double2 *__restrict__ tw, u64 *glwe, u32 acc_in_shared,                    \
+             double2 *global_digits) {                                                        \
+        blind_rotate_amortized<FHE_K1, FHE_LOG2M, FHE_LEVELS, FHE_BASE_LOG, ALL_SHARED>(      \
+            s, switched, lut, bsk, twist, tw, glwe, acc_in_shared, global_digits);            \
+    }
+
+FHE_DEFINE_AMORTIZED(FHE_KERNEL_NAME(fhe_blind_rotate_amortized), false)
+FHE_DEFINE_AMORTIZED(FHE_KERNEL_NAME(fhe_blind_rotate_amortized_shared), true)
 
 // ---------------------------------------------------------------------------------------
 // Blind rotation, low latency (Hopper, sm_90+): one bootstrap per thread-block cluster of K1
@@ -580,12 +611,19 @@ extern "C" __global__ void __launch_bounds__(AmortizedShape<FHE_K1, FHE_LOG2M>::
 //   2. one cluster barrier (release/acquire): every block's digits are ready (it also stands
 //      for the forward FFT's last __syncthreads);
 //   3. pointwise product of all K1 l digit polynomials, read through distributed shared
-//      memory, with the key rows of column `rank` (streamed from global memory), into the
-//      first polynomial of the *other* buffer;
+//      memory, with the key rows of column `rank`, into the first polynomial of the *other*
+//      buffer;
 //   4. inverse FFT, round, add to the own accumulator polynomial (fused in the last pass).
 // The digit buffers alternate between CMuxes, so a block never overwrites digits another
 // block may still read: it writes buffer p again only after the next CMux's barrier, which
 // every block reaches after finishing its reads of buffer p. One cluster barrier per CMux.
+//
+// The key rows of a CMux (K1 l polynomials of column `rank`, contiguous M values each) come
+// into shared memory by the copy engine (cp.async.bulk, completing on an mbarrier): thread 0
+// asks for CMux i + 1's rows as soon as CMux i's pointwise product has read its own, so
+// their latency hides behind the inverse FFT, the decomposition and the forward FFT. Every
+// CMux runs, also those with a = 0 (which add exactly zero), so that the key copies follow
+// the loop index.
 
 #define FHE_CLUSTER_LOG_E 2
 #define FHE_CLUSTER_MAX_THREADS 512
@@ -598,6 +636,7 @@ struct ClusterShape {
                                        : FHE_CLUSTER_MAX_THREADS;
 };
 
+#if __CUDA_ARCH__ >= 900
 __device__ __forceinline__ u32 cluster_rank() {
     u32 rank;
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
@@ -619,7 +658,56 @@ __device__ __forceinline__ const double2 *map_shared_rank(const double2 *p, u32 
     return (const double2 *)out;
 }
 
-template <int K1, int LOG2M, int LEVELS>
+__device__ __forceinline__ u32 shared_address(const void *p) {
+    return (u32)__cvta_generic_to_shared(p);
+}
+
+// An mbarrier in shared memory expecting one arrival per phase (thread 0's, with the bytes of
+// the copies it starts); made visible to the copy engine and the block by the caller's sync.
+__device__ __forceinline__ void mbarrier_init(u64 *bar) {
+    asm volatile(
+        "mbarrier.init.shared::cta.b64 [%0], 1;\n\t"
+        "fence.mbarrier_init.release.cluster;" ::"r"(shared_address(bar))
+        : "memory");
+}
+
+// Thread 0: copies `rows` polynomials of M complex values, `stride` values apart in global
+// memory, to consecutive polynomials at `dst` in shared memory, completing on `bar`. The
+// buffer's previous contents were read by ordinary loads before the caller's last barrier.
+template <int LOG2M>
+__device__ __forceinline__ void copy_key_rows(double2 *dst, const double2 *src, int rows,
+                                              u64 stride, u64 *bar) {
+    constexpr u32 ROW_BYTES = (1u << LOG2M) * 16;
+    const u32 b = shared_address(bar);
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b),
+                 "r"(ROW_BYTES * rows)
+                 : "memory");
+    for (int row = 0; row < rows; row++) {
+        asm volatile(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
+            "[%3];" ::"r"(shared_address(dst + ((u64)row << LOG2M))),
+            "l"(src + row * stride), "r"(ROW_BYTES), "r"(b)
+            : "memory");
+    }
+}
+
+// Waits until phase `parity` of `bar` has completed (the copies have landed).
+__device__ __forceinline__ void mbarrier_wait(u64 *bar, u32 parity) {
+    const u32 b = shared_address(bar);
+    u32 done;
+    do {
+        asm volatile(
+            "{\n\t.reg .pred p;\n\t"
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+            "selp.u32 %0, 1, 0, p;\n\t}"
+            : "=r"(done)
+            : "r"(b), "r"(parity)
+            : "memory");
+    } while (!done);
+}
+
+template <int K1, int LOG2M, int LEVELS, u32 B>
 __device__ __forceinline__ void blind_rotate_cluster(
     const FheShape &s, const u32 *__restrict__ switched, const u64 *__restrict__ lut,
     const double2 *__restrict__ bsk, const double2 *__restrict__ twist,
@@ -632,14 +720,15 @@ __device__ __forceinline__ void blind_rotate_cluster(
     constexpr int ROWS = K1 * LEVELS;
     extern __shared__ double2 fhe_smem[];
     const u32 n = s.lwe_dimension;
-    const u32 b = s.base_log;
     const u32 rank = cluster_rank();
     const u64 ct = blockIdx.x / K1;
     const u32 *sw = switched + ct * (n + 1);
     double2 *const buffer0 = fhe_smem;
     double2 *const buffer1 = fhe_smem + LEVELS * PM;
-    double2 *tw_s = fhe_smem + 2 * LEVELS * PM;
-    u64 *acc = (u64 *)(tw_s + M);
+    double2 *const tw_s = fhe_smem + 2 * LEVELS * PM;
+    u64 *const acc = (u64 *)(tw_s + M);
+    double2 *const key_s = tw_s + M + M;  // after the N accumulator words: ROWS polynomials
+    u64 *const key_ready = (u64 *)(key_s + ROWS * M);
     // Both digit buffers of every block of the cluster, mapped once.
     const double2 *theirs0[K1], *theirs1[K1];
 #pragma unroll
@@ -649,7 +738,12 @@ __device__ __forceinline__ void blind_rotate_cluster(
     }
     // This block's column of the key: polynomial (row K1 + rank) of each GGSW row.
     const double2 *key_column = bsk + (u64)rank * M;
+    constexpr u64 GGSW = (u64)ROWS * K1 * M;  // complex values per GGSW
 
+    if (threadIdx.x == 0) {
+        mbarrier_init(key_ready);
+        if (n > 0) copy_key_rows<LOG2M>(key_s, key_column, ROWS, (u64)K1 * M, key_ready);
+    }
     load_twiddles(tw_s, tw_staged, M - 1);
     const u32 start = (2 * N_POLY - sw[n]) & (2 * N_POLY - 1);
 #pragma unroll
@@ -658,22 +752,19 @@ __device__ __forceinline__ void blind_rotate_cluster(
     }
     __syncthreads();
 
-    u32 parity = 0;
+    u32 a_next = sw[0];
     for (u32 i = 0; i < n; i++) {
-        const u32 a = sw[i];
-        if (a == 0) continue;  // uniform over the cluster: every block skips it
+        const u32 a = a_next;
+        if (i + 1 < n) a_next = sw[i + 1];  // in flight during this CMux
+        const u32 parity = i & 1;
         double2 *mine = parity ? buffer1 : buffer0;
         double2 *out = parity ? buffer0 : buffer1;
-        const double2 *ggsw = key_column + (u64)i * ROWS * K1 * M;
-#pragma unroll
-        for (int row = 0; row < ROWS; row++) {
-            prefetch_key<LOG2M, THREADS, 1>(ggsw + (u64)row * K1 * M);
-        }
-        decompose_difference<LOG2M, LOG_E, THREADS, LEVELS, PM, M / THREADS>(acc, a, b, mine,
-                                                                             twist);
+        decompose_difference<LOG2M, LOG_E, THREADS, LEVELS, B, PM, M / THREADS>(acc, a, mine,
+                                                                                twist);
         __syncthreads();
         fft_forward<LOG2M, LOG_E, THREADS, LEVELS, true, false>(mine, tw_s);
         cluster_barrier();
+        mbarrier_wait(key_ready, parity);
 #pragma unroll 4
         for (u32 j = threadIdx.x; j < M; j += THREADS) {
             const u32 pj = padded<LOG_E>(j);
@@ -684,15 +775,17 @@ __device__ __forceinline__ void blind_rotate_cluster(
 #pragma unroll
                 for (int level = 0; level < LEVELS; level++) {
                     const int row = level * K1 + r;
-                    sum = cadd(sum, cmul(theirs[level * PM + pj],
-                                         __ldg(ggsw + (u64)row * K1 * M + j)));
+                    sum = cadd(sum, cmul(theirs[level * PM + pj], key_s[row * M + j]));
                 }
             }
             out[pj] = sum;
         }
         __syncthreads();
+        if (threadIdx.x == 0 && i + 1 < n) {
+            copy_key_rows<LOG2M>(key_s, key_column + (i + 1) * GGSW, ROWS, (u64)K1 * M,
+                                 key_ready);
+        }
         fft_inverse_add<LOG2M, LOG_E, THREADS, 1, true>(out, tw_s, acc, twist);
-        parity ^= 1;
     }
     // No block may exit (freeing its shared memory) while another still reads it.
     cluster_barrier();
@@ -701,14 +794,13 @@ __device__ __forceinline__ void blind_rotate_cluster(
     for (u32 t = threadIdx.x; t < N_POLY; t += THREADS) dst[t] = acc[t];
 }
 
-#if __CUDA_ARCH__ >= 900
 extern "C" __global__ void __cluster_dims__(FHE_K1, 1, 1)
     __launch_bounds__(ClusterShape<FHE_LOG2M>::THREADS)
-        FHE_KERNEL_NAME(fhe_blind_rotate_cluster, FHE_K1, FHE_N, FHE_LEVELS)(
+        FHE_KERNEL_NAME(fhe_blind_rotate_cluster)(
             const FheShape s, const u32 *__restrict__ switched, const u64 *__restrict__ lut,
             const double2 *__restrict__ bsk, const double2 *__restrict__ twist,
             const double2 *__restrict__ tw_staged, u64 *glwe) {
-    blind_rotate_cluster<FHE_K1, FHE_LOG2M, FHE_LEVELS>(s, switched, lut, bsk, twist, tw_staged,
-                                                        glwe);
+    blind_rotate_cluster<FHE_K1, FHE_LOG2M, FHE_LEVELS, FHE_BASE_LOG>(s, switched, lut, bsk,
+                                                                      twist, tw_staged, glwe);
 }
 #endif
