@@ -47,14 +47,14 @@
 //! * [`Engine::LowLatency`]: one Hopper thread-block cluster of `k + 1` blocks per bootstrap
 //!   (compute capability 9.0 and newer; `N/8` threads per block, at most 512: FFT tasks of
 //!   `E = 4` values); block `c` owns accumulator polynomial `c` in its
-//!   shared memory and output column `c`, and reads the other blocks' Fourier digits through
-//!   distributed shared memory, with one hardware cluster barrier per CMux. The key rows of
-//!   the next CMux come into shared memory by the copy engine (`cp.async.bulk`) while the
-//!   current one finishes. Clusters rather
-//!   than a cooperative grid sync because a cluster barrier is a hardware barrier among a few
-//!   co-scheduled blocks (well under a microsecond), while a grid sync goes through global
-//!   memory atomics over the whole grid, which alone would take most of the 2 us budget of a
-//!   CMux. Where clusters are not available (older GPUs, `k > 3`, or parameters whose
+//!   shared memory and output column `c`; each block sends its Fourier digits to the others'
+//!   shared memory with the copy engine (`cp.async.bulk` within the cluster), and each
+//!   waits on an mbarrier for the bytes it receives: no cluster-wide barrier or memory fence
+//!   per CMux. The key rows of the next CMux come into shared memory by the copy engine too,
+//!   while the current one finishes. Clusters rather than a cooperative grid because the
+//!   blocks of a cluster are co-scheduled and reach each other's shared memory directly,
+//!   while a grid sync goes through global memory atomics over the whole grid, which alone
+//!   would take most of the 2 us budget of a CMux. Where clusters are not available (older GPUs, `k > 3`, or parameters whose
 //!   cluster shared memory exceeds the device limit) this engine runs the amortized kernel;
 //!   [`Cuda::name`](crate::Bootstrapper::name) says which kernel runs.
 //! * [`Engine::Auto`]: the cluster kernel while the whole chunk fits one wave of clusters
@@ -934,16 +934,17 @@ fn amortized_shared_bytes(params: &Parameters, layout: AmortizedLayout) -> usize
     (digits + n / 4) * 16 + acc
 }
 
-/// Dynamic shared memory of a cluster block: two buffers of `l` padded Fourier polynomials,
-/// the staged twiddles (`N/2` slots, `N/2 - 1` used), one accumulator polynomial of `N`
-/// words, the block's `(k + 1) l` key rows of one CMux (`N/2` complex values each) and the
-/// mbarrier their copies complete on (16 bytes).
+/// Dynamic shared memory of a cluster block: two parities of `k + 1` slots of `l` padded
+/// Fourier polynomials (slot `r` receives block `r`'s digits), the staged twiddles (`N/2`
+/// slots, `N/2 - 1` used), one accumulator polynomial of `N` words, the block's `(k + 1) l`
+/// key rows of one CMux (`N/2` complex values each) and three mbarriers (32 bytes).
 fn cluster_shared_bytes(params: &Parameters) -> usize {
     let k1 = params.glwe_dimension().0 + 1;
     let n = params.polynomial_size().0;
     let levels = params.pbs_decomposition().level_count.0;
+    let slots = 2 * k1 * levels * padded_slots(params, CLUSTER_LOG_E);
     let key_rows = k1 * levels * n / 2;
-    (2 * levels * padded_slots(params, CLUSTER_LOG_E) + n / 2 + key_rows) * 16 + n * 8 + 16
+    (slots + n / 2 + key_rows) * 16 + n * 8 + 32
 }
 
 /// Lets `kernel` use `bytes` of dynamic shared memory, or explains why it cannot.

@@ -343,16 +343,16 @@ __device__ __forceinline__ void fft_pass(double2 *data, const double2 *tw, u64 *
 
 // Forward DIF FFT of POLYS padded polynomials (natural in, bit-reversed out): the passes
 // from the one whose largest half span is 2^(HI - 1) on. Ends with __syncthreads() when
-// SYNC_LAST (the cluster kernel's cluster barrier takes its place); the caller syncs before.
+// SYNC_LAST; the caller syncs before.
 template <int LOG2M, int LOG_E, int THREADS, int POLYS, bool STAGED, bool SYNC_LAST,
           int HI = LOG2M>
 __device__ __forceinline__ void fft_forward(double2 *data, const double2 *tw) {
-    if constexpr (HI >= LOG_E) {
+    if constexpr (HI > LOG_E) {
         fft_pass<LOG2M, LOG_E, THREADS, POLYS, LOG_E, HI - LOG_E, false, false, STAGED>(
             data, tw, nullptr, nullptr);
-        if (SYNC_LAST || HI > LOG_E) __syncthreads();
+        __syncthreads();
         fft_forward<LOG2M, LOG_E, THREADS, POLYS, STAGED, SYNC_LAST, HI - LOG_E>(data, tw);
-    } else if constexpr (HI > 0) {  // the partial pass: HI < LOG_E stages, q = 1
+    } else if constexpr (HI > 0) {  // the last pass: LOG_E stages, or HI < LOG_E with q = 1
         fft_pass<LOG2M, LOG_E, THREADS, POLYS, HI, 0, false, false, STAGED>(data, tw, nullptr,
                                                                             nullptr);
         if (SYNC_LAST) __syncthreads();
@@ -605,25 +605,30 @@ FHE_DEFINE_AMORTIZED(FHE_KERNEL_NAME(fhe_blind_rotate_amortized_shared), true)
 // Blind rotation, low latency (Hopper, sm_90+): one bootstrap per thread-block cluster of K1
 // blocks; block `rank` owns accumulator polynomial `rank` (in its shared memory) and output
 // column `rank` of the external product. FFT passes of 4 values per task (LOG_E = 2: M/4
-// threads, at most 512, for parallelism). Each CMux:
-//   1. rotate, decompose and twist the own polynomial into l digit polynomials (buffer
-//      `parity`), forward FFT them;                                   (block syncs only)
-//   2. one cluster barrier (release/acquire): every block's digits are ready (it also stands
-//      for the forward FFT's last __syncthreads);
-//   3. pointwise product of all K1 l digit polynomials, read through distributed shared
-//      memory, with the key rows of column `rank`, into the first polynomial of the *other*
-//      buffer;
+// threads, at most 512, for parallelism). Each block keeps, per parity, K1 digit slots of l
+// padded Fourier polynomials: slot r receives block r's digits. Each CMux i (parity i & 1):
+//   1. rotate, decompose and twist the own polynomial into l digit polynomials (own slot),
+//      forward FFT them;                                              (block syncs only)
+//   2. thread 0 sends the own slot to the same slot of every other block of the cluster
+//      with the copy engine (cp.async.bulk shared::cta -> shared::cluster), completing on
+//      the receiver's `digits_ready[parity]` mbarrier; every block then waits on its own
+//      `digits_ready[parity]` for the K1 - 1 incoming slots (no cluster-wide barrier, no
+//      memory fence: the mbarrier's transaction count says when the bytes have landed);
+//   3. pointwise product of all K1 l digit polynomials, now local, with the key rows of
+//      column `rank`, into the own slot of the *other* parity;
 //   4. inverse FFT, round, add to the own accumulator polynomial (fused in the last pass).
-// The digit buffers alternate between CMuxes, so a block never overwrites digits another
-// block may still read: it writes buffer p again only after the next CMux's barrier, which
-// every block reaches after finishing its reads of buffer p. One cluster barrier per CMux.
+// Why slots are never overwritten early: block r sends CMux i + 2's digits (into parity
+// i & 1 again) only after its pointwise product of CMux i + 1, which needed this block's
+// digits of CMux i + 1, sent after this block's pointwise product of CMux i had read every
+// slot of parity i & 1; and this block's outgoing copy of CMux i has landed before the
+// receiver could send CMux i + 1's digits, which this block waits for before it writes into
+// the own slot of parity (i + 1) & 1 again.
 //
 // The key rows of a CMux (K1 l polynomials of column `rank`, contiguous M values each) come
-// into shared memory by the copy engine (cp.async.bulk, completing on an mbarrier): thread 0
-// asks for CMux i + 1's rows as soon as CMux i's pointwise product has read its own, so
-// their latency hides behind the inverse FFT, the decomposition and the forward FFT. Every
-// CMux runs, also those with a = 0 (which add exactly zero), so that the key copies follow
-// the loop index.
+// into shared memory by the copy engine too, completing on `key_ready`: thread 0 asks for
+// CMux i + 1's rows as soon as CMux i's pointwise product has read its own, so their latency
+// hides behind the inverse FFT, the decomposition and the forward FFT. Every CMux runs, also
+// those with a = 0 (which add exactly zero), so that the copies follow the loop index.
 
 #define FHE_CLUSTER_LOG_E 2
 #define FHE_CLUSTER_MAX_THREADS 512
@@ -650,20 +655,19 @@ __device__ __forceinline__ void cluster_barrier() {
             : "memory");
 }
 
-// The generic address of the same shared-memory location in block `rank` of the cluster
-// (a pure address computation: computed once, outside the CMux loop).
-__device__ __forceinline__ const double2 *map_shared_rank(const double2 *p, u32 rank) {
-    u64 out;
-    asm("mapa.u64 %0, %1, %2;" : "=l"(out) : "l"(p), "r"(rank));
-    return (const double2 *)out;
-}
-
 __device__ __forceinline__ u32 shared_address(const void *p) {
     return (u32)__cvta_generic_to_shared(p);
 }
 
-// An mbarrier in shared memory expecting one arrival per phase (thread 0's, with the bytes of
-// the copies it starts); made visible to the copy engine and the block by the caller's sync.
+// The shared::cluster address of the same shared-memory location in block `rank`.
+__device__ __forceinline__ u32 cluster_address(const void *p, u32 rank) {
+    u32 out;
+    asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(out) : "r"(shared_address(p)), "r"(rank));
+    return out;
+}
+
+// An mbarrier in shared memory expecting one arrival per phase (thread 0's, with the bytes
+// it expects); made visible to the copy engine and the cluster by the caller's barrier.
 __device__ __forceinline__ void mbarrier_init(u64 *bar) {
     asm volatile(
         "mbarrier.init.shared::cta.b64 [%0], 1;\n\t"
@@ -671,28 +675,15 @@ __device__ __forceinline__ void mbarrier_init(u64 *bar) {
         : "memory");
 }
 
-// Thread 0: copies `rows` polynomials of M complex values, `stride` values apart in global
-// memory, to consecutive polynomials at `dst` in shared memory, completing on `bar`. The
-// buffer's previous contents were read by ordinary loads before the caller's last barrier.
-template <int LOG2M>
-__device__ __forceinline__ void copy_key_rows(double2 *dst, const double2 *src, int rows,
-                                              u64 stride, u64 *bar) {
-    constexpr u32 ROW_BYTES = (1u << LOG2M) * 16;
-    const u32 b = shared_address(bar);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b),
-                 "r"(ROW_BYTES * rows)
+// The arrival of a phase that completes once `bytes` more have landed.
+__device__ __forceinline__ void mbarrier_expect(u64 *bar, u32 bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
+                     shared_address(bar)),
+                 "r"(bytes)
                  : "memory");
-    for (int row = 0; row < rows; row++) {
-        asm volatile(
-            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
-            "[%3];" ::"r"(shared_address(dst + ((u64)row << LOG2M))),
-            "l"(src + row * stride), "r"(ROW_BYTES), "r"(b)
-            : "memory");
-    }
 }
 
-// Waits until phase `parity` of `bar` has completed (the copies have landed).
+// Waits until phase `parity` of `bar` has completed (its bytes have landed).
 __device__ __forceinline__ void mbarrier_wait(u64 *bar, u32 parity) {
     const u32 b = shared_address(bar);
     u32 done;
@@ -707,6 +698,35 @@ __device__ __forceinline__ void mbarrier_wait(u64 *bar, u32 parity) {
     } while (!done);
 }
 
+// Thread 0: copies `rows` polynomials of M complex values, `stride` values apart in global
+// memory, to consecutive polynomials at `dst` in shared memory, completing on `bar`. The
+// buffer's previous contents were read by ordinary loads before the caller's last barrier.
+template <int LOG2M>
+__device__ __forceinline__ void copy_key_rows(double2 *dst, const double2 *src, int rows,
+                                              u64 stride, u64 *bar) {
+    constexpr u32 ROW_BYTES = (1u << LOG2M) * 16;
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    mbarrier_expect(bar, ROW_BYTES * rows);
+    for (int row = 0; row < rows; row++) {
+        asm volatile(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
+            "[%3];" ::"r"(shared_address(dst + ((u64)row << LOG2M))),
+            "l"(src + row * stride), "r"(ROW_BYTES), "r"(shared_address(bar))
+            : "memory");
+    }
+}
+
+// Thread 0: copies `bytes` at `src` in this block's shared memory to the same place in block
+// `rank`, completing on that block's mbarrier at the address of `bar`.
+__device__ __forceinline__ void send_to_block(const double2 *src, u32 bytes, u64 *bar,
+                                              u32 rank) {
+    asm volatile(
+        "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], "
+        "%2, [%3];" ::"r"(cluster_address(src, rank)),
+        "r"(shared_address(src)), "r"(bytes), "r"(cluster_address(bar, rank))
+        : "memory");
+}
+
 template <int K1, int LOG2M, int LEVELS, u32 B>
 __device__ __forceinline__ void blind_rotate_cluster(
     const FheShape &s, const u32 *__restrict__ switched, const u64 *__restrict__ lut,
@@ -717,31 +737,27 @@ __device__ __forceinline__ void blind_rotate_cluster(
     constexpr u32 M = 1u << LOG2M;
     constexpr u32 N_POLY = 2 * M;
     constexpr u32 PM = M + (M >> LOG_E);
+    constexpr u32 SLOT = LEVELS * PM;  // complex values of one slot
     constexpr int ROWS = K1 * LEVELS;
+    constexpr u64 GGSW = (u64)ROWS * K1 * M;  // complex values per GGSW
     extern __shared__ double2 fhe_smem[];
     const u32 n = s.lwe_dimension;
     const u32 rank = cluster_rank();
     const u64 ct = blockIdx.x / K1;
     const u32 *sw = switched + ct * (n + 1);
-    double2 *const buffer0 = fhe_smem;
-    double2 *const buffer1 = fhe_smem + LEVELS * PM;
-    double2 *const tw_s = fhe_smem + 2 * LEVELS * PM;
+    double2 *const slots = fhe_smem;  // [parity][K1] slots
+    double2 *const tw_s = slots + 2 * K1 * SLOT;
     u64 *const acc = (u64 *)(tw_s + M);
     double2 *const key_s = tw_s + M + M;  // after the N accumulator words: ROWS polynomials
     u64 *const key_ready = (u64 *)(key_s + ROWS * M);
-    // Both digit buffers of every block of the cluster, mapped once.
-    const double2 *theirs0[K1], *theirs1[K1];
-#pragma unroll
-    for (int r = 0; r < K1; r++) {
-        theirs0[r] = map_shared_rank(buffer0, r);
-        theirs1[r] = map_shared_rank(buffer1, r);
-    }
+    u64 *const digits_ready = key_ready + 1;  // [parity]
     // This block's column of the key: polynomial (row K1 + rank) of each GGSW row.
     const double2 *key_column = bsk + (u64)rank * M;
-    constexpr u64 GGSW = (u64)ROWS * K1 * M;  // complex values per GGSW
 
     if (threadIdx.x == 0) {
         mbarrier_init(key_ready);
+        mbarrier_init(&digits_ready[0]);
+        mbarrier_init(&digits_ready[1]);
         if (n > 0) copy_key_rows<LOG2M>(key_s, key_column, ROWS, (u64)K1 * M, key_ready);
     }
     load_twiddles(tw_s, tw_staged, M - 1);
@@ -750,20 +766,30 @@ __device__ __forceinline__ void blind_rotate_cluster(
     for (u32 t = threadIdx.x; t < N_POLY; t += THREADS) {
         acc[t] = rank == K1 - 1 ? rotated(lut, start, t, N_POLY) : 0;
     }
-    __syncthreads();
+    cluster_barrier();  // every block's mbarriers exist before anyone sends
 
     u32 a_next = sw[0];
     for (u32 i = 0; i < n; i++) {
         const u32 a = a_next;
         if (i + 1 < n) a_next = sw[i + 1];  // in flight during this CMux
         const u32 parity = i & 1;
-        double2 *mine = parity ? buffer1 : buffer0;
-        double2 *out = parity ? buffer0 : buffer1;
+        double2 *const slots_now = slots + parity * K1 * SLOT;
+        double2 *const mine = slots_now + rank * SLOT;
+        double2 *const out = slots + ((parity ^ 1) * K1 + rank) * SLOT;
+        if (threadIdx.x == 0) mbarrier_expect(&digits_ready[parity], (K1 - 1) * SLOT * 16);
         decompose_difference<LOG2M, LOG_E, THREADS, LEVELS, B, PM, M / THREADS>(acc, a, mine,
                                                                                 twist);
         __syncthreads();
         fft_forward<LOG2M, LOG_E, THREADS, LEVELS, true, false>(mine, tw_s);
-        cluster_barrier();
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // for the copy engine
+        __syncthreads();
+        if (threadIdx.x == 0) {
+#pragma unroll
+            for (u32 r = 0; r < K1; r++) {
+                if (r != rank) send_to_block(mine, SLOT * 16, &digits_ready[parity], r);
+            }
+        }
+        mbarrier_wait(&digits_ready[parity], (i >> 1) & 1);
         mbarrier_wait(key_ready, parity);
 #pragma unroll 4
         for (u32 j = threadIdx.x; j < M; j += THREADS) {
@@ -771,11 +797,11 @@ __device__ __forceinline__ void blind_rotate_cluster(
             double2 sum = make_double2(0.0, 0.0);
 #pragma unroll
             for (int r = 0; r < K1; r++) {
-                const double2 *theirs = parity ? theirs1[r] : theirs0[r];
 #pragma unroll
                 for (int level = 0; level < LEVELS; level++) {
                     const int row = level * K1 + r;
-                    sum = cadd(sum, cmul(theirs[level * PM + pj], key_s[row * M + j]));
+                    sum = cadd(sum, cmul(slots_now[r * SLOT + level * PM + pj],
+                                         key_s[row * M + j]));
                 }
             }
             out[pj] = sum;
@@ -787,7 +813,8 @@ __device__ __forceinline__ void blind_rotate_cluster(
         }
         fft_inverse_add<LOG2M, LOG_E, THREADS, 1, true>(out, tw_s, acc, twist);
     }
-    // No block may exit (freeing its shared memory) while another still reads it.
+    // No block may exit (freeing its shared memory and mbarriers) while a copy to it is in
+    // flight; every incoming copy has landed (waited for), this keeps the exits in step.
     cluster_barrier();
     u64 *dst = glwe + (ct * K1 + rank) * (u64)N_POLY;
 #pragma unroll
