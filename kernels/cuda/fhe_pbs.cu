@@ -254,19 +254,62 @@ __device__ __forceinline__ u32 padded(u32 i) {
     return i + (i >> LOG_E);
 }
 
+// The twiddle of butterfly group mm of the stage with half span h = 2^(Q_LOG + hbit) for the
+// task with j0, read from shared memory (layouts above).
+template <int LOG2M, int Q_LOG, bool STAGED>
+__device__ __forceinline__ double2 stage_twiddle(const double2 *tw, u32 j0, int hbit, int mm) {
+    const u32 r = j0 + ((u32)mm << Q_LOG);
+    return STAGED ? tw[(1u << (Q_LOG + hbit)) - 1 + r] : tw[r << (LOG2M - 1 - (Q_LOG + hbit))];
+}
+
+// Every twiddle one thread's task needs in every pass of both transforms, in registers: for a
+// block whose thread t always has task index u = t mod (M / E) (the cluster kernel), they do
+// not change between CMuxes, and the forward and inverse passes with the same smallest half
+// span 2^Q_LOG use the same ones. w[Q_LOG][2^hbit - 1 + mm]; only the Q_LOG of actual passes
+// are filled (and kept: constant indices only).
+template <int LOG2M, int LOG_E>
+struct TwiddleRegisters {
+    double2 w[LOG2M][(1 << LOG_E) - 1];
+};
+
+template <int LOG2M, int Q_LOG, bool STAGED, int LOG_E>
+__device__ __forceinline__ double2 stage_twiddle(const TwiddleRegisters<LOG2M, LOG_E> &regs, u32,
+                                                 int hbit, int mm) {
+    return regs.w[Q_LOG][(1 << hbit) - 1 + mm];
+}
+
+// Fills `regs` for task u from the staged twiddles in shared memory: the passes of
+// fft_forward from the one whose largest half span is 2^(HI - 1) on.
+template <int LOG2M, int LOG_E, int HI = LOG2M>
+__device__ __forceinline__ void load_twiddle_registers(TwiddleRegisters<LOG2M, LOG_E> &regs,
+                                                       const double2 *tw_staged, u32 u) {
+    constexpr int Q_LOG = HI > LOG_E ? HI - LOG_E : 0;
+    constexpr int B = HI > LOG_E ? LOG_E : HI;
+    if constexpr (B > 0) {
+        const u32 j0 = u & ((1u << Q_LOG) - 1);
+#pragma unroll
+        for (int hbit = 0; hbit < B; hbit++) {
+#pragma unroll
+            for (int mm = 0; mm < (1 << hbit); mm++) {
+                regs.w[Q_LOG][(1 << hbit) - 1 + mm] =
+                    stage_twiddle<LOG2M, Q_LOG, true>(tw_staged, j0, hbit, mm);
+            }
+        }
+    }
+    if constexpr (HI > LOG_E) load_twiddle_registers<LOG2M, LOG_E, HI - LOG_E>(regs, tw_staged, u);
+}
+
 // B radix-2 stages on the E values of one task: j0 = u mod q, the position of value e in its
-// span being j0 + q e (mod the span).
-template <int LOG2M, int LOG_E, int B, int Q_LOG, bool INVERSE, bool STAGED>
-__device__ __forceinline__ void fft_stages(double2 (&x)[1 << LOG_E], u32 j0, const double2 *tw) {
+// span being j0 + q e (mod the span). `tw`: the twiddles in shared memory or registers.
+template <int LOG2M, int LOG_E, int B, int Q_LOG, bool INVERSE, bool STAGED, typename Tw>
+__device__ __forceinline__ void fft_stages(double2 (&x)[1 << LOG_E], u32 j0, const Tw &tw) {
     constexpr int E = 1 << LOG_E;
 #pragma unroll
     for (int s = 0; s < B; s++) {
         const int hbit = INVERSE ? s : B - 1 - s;  // half span h = q 2^hbit
-        const u32 tw_shift = LOG2M - 1 - (Q_LOG + hbit);
 #pragma unroll
         for (int mm = 0; mm < (1 << hbit); mm++) {
-            const u32 r = j0 + ((u32)mm << Q_LOG);
-            const double2 w = STAGED ? tw[(1u << (Q_LOG + hbit)) - 1 + r] : tw[r << tw_shift];
+            const double2 w = stage_twiddle<LOG2M, Q_LOG, STAGED>(tw, j0, hbit, mm);
 #pragma unroll
             for (int e = 0; e < E; e++) {
                 if ((e & ((2 << hbit) - 1)) != mm) continue;  // bit hbit clear, low bits mm
@@ -300,8 +343,8 @@ __device__ __forceinline__ u64 wrap_f64(double x) {
 // and added to the accumulator polynomials `acc` (N words apart, polynomial p's N words at
 // acc + p N): acc[j] += round(Re), acc[j + M] += round(Im).
 template <int LOG2M, int LOG_E, int THREADS, int POLYS, int B, int Q_LOG, bool INVERSE,
-          bool FUSE_ACC, bool STAGED>
-__device__ __forceinline__ void fft_pass(double2 *data, const double2 *tw, u64 *acc,
+          bool FUSE_ACC, bool STAGED, typename Tw>
+__device__ __forceinline__ void fft_pass(double2 *data, const Tw &tw, u64 *acc,
                                          const double2 *__restrict__ twist) {
     constexpr int E = 1 << LOG_E;
     constexpr u32 TASKS_LOG = LOG2M - LOG_E;
@@ -345,8 +388,8 @@ __device__ __forceinline__ void fft_pass(double2 *data, const double2 *tw, u64 *
 // from the one whose largest half span is 2^(HI - 1) on. Ends with __syncthreads() when
 // SYNC_LAST; the caller syncs before.
 template <int LOG2M, int LOG_E, int THREADS, int POLYS, bool STAGED, bool SYNC_LAST,
-          int HI = LOG2M>
-__device__ __forceinline__ void fft_forward(double2 *data, const double2 *tw) {
+          int HI = LOG2M, typename Tw>
+__device__ __forceinline__ void fft_forward(double2 *data, const Tw &tw) {
     if constexpr (HI > LOG_E) {
         fft_pass<LOG2M, LOG_E, THREADS, POLYS, LOG_E, HI - LOG_E, false, false, STAGED>(
             data, tw, nullptr, nullptr);
@@ -364,8 +407,8 @@ __device__ __forceinline__ void fft_forward(double2 *data, const double2 *tw) {
 // whose smallest half span is 2^LO on, FIRST for the whole transform (the partial pass of
 // LOG2M mod LOG_E stages first). Ends with __syncthreads(); the caller syncs before.
 template <int LOG2M, int LOG_E, int THREADS, int POLYS, bool STAGED, int LO = 0,
-          bool FIRST = true>
-__device__ __forceinline__ void fft_inverse_add(double2 *data, const double2 *tw, u64 *acc,
+          bool FIRST = true, typename Tw>
+__device__ __forceinline__ void fft_inverse_add(double2 *data, const Tw &tw, u64 *acc,
                                                 const double2 *__restrict__ twist) {
     constexpr int PARTIAL = LOG2M % LOG_E;
     if constexpr (FIRST && PARTIAL > 0) {
@@ -727,6 +770,20 @@ __device__ __forceinline__ void send_to_block(const double2 *src, u32 bytes, u64
         : "memory");
 }
 
+// The cluster kernel's twiddles: in registers when each thread has one FFT task index (M / 4
+// tasks, at most 512 threads: N up to 4096), else the staged table in shared memory.
+template <int LOG2M, int LOG_E, int THREADS>
+__device__ __forceinline__ auto twiddle_source(const double2 *tw_staged) {
+    constexpr u32 TASKS = (1u << LOG2M) >> LOG_E;
+    if constexpr (TASKS <= THREADS) {
+        TwiddleRegisters<LOG2M, LOG_E> regs;
+        load_twiddle_registers<LOG2M, LOG_E>(regs, tw_staged, threadIdx.x & (TASKS - 1));
+        return regs;
+    } else {
+        return tw_staged;
+    }
+}
+
 template <int K1, int LOG2M, int LEVELS, u32 B>
 __device__ __forceinline__ void blind_rotate_cluster(
     const FheShape &s, const u32 *__restrict__ switched, const u64 *__restrict__ lut,
@@ -767,6 +824,7 @@ __device__ __forceinline__ void blind_rotate_cluster(
         acc[t] = rank == K1 - 1 ? rotated(lut, start, t, N_POLY) : 0;
     }
     cluster_barrier();  // every block's mbarriers exist before anyone sends
+    const auto tw = twiddle_source<LOG2M, LOG_E, THREADS>(tw_s);
 
     u32 a_next = sw[0];
     for (u32 i = 0; i < n; i++) {
@@ -780,7 +838,7 @@ __device__ __forceinline__ void blind_rotate_cluster(
         decompose_difference<LOG2M, LOG_E, THREADS, LEVELS, B, PM, M / THREADS>(acc, a, mine,
                                                                                 twist);
         __syncthreads();
-        fft_forward<LOG2M, LOG_E, THREADS, LEVELS, true, false>(mine, tw_s);
+        fft_forward<LOG2M, LOG_E, THREADS, LEVELS, true, false>(mine, tw);
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // for the copy engine
         __syncthreads();
         if (threadIdx.x == 0) {
@@ -811,7 +869,7 @@ __device__ __forceinline__ void blind_rotate_cluster(
             copy_key_rows<LOG2M>(key_s, key_column + (i + 1) * GGSW, ROWS, (u64)K1 * M,
                                  key_ready);
         }
-        fft_inverse_add<LOG2M, LOG_E, THREADS, 1, true>(out, tw_s, acc, twist);
+        fft_inverse_add<LOG2M, LOG_E, THREADS, 1, true>(out, tw, acc, twist);
     }
     // No block may exit (freeing its shared memory and mbarriers) while a copy to it is in
     // flight; every incoming copy has landed (waited for), this keeps the exits in step.
