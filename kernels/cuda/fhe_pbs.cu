@@ -254,12 +254,36 @@ __device__ __forceinline__ u32 padded(u32 i) {
     return i + (i >> LOG_E);
 }
 
+// w exp(-i pi k / 8), k < 8: exact for k = 0 and 4, two roundings for k = 2 and 6, a complex
+// product with constants for odd k.
+__device__ __forceinline__ double2 times_root16(double2 w, int k) {
+    constexpr double R = 0.70710678118654752440;  // 1 / sqrt(2)
+    constexpr double C1 = 0.92387953251128675613;  // cos(pi / 8)
+    constexpr double S1 = 0.38268343236508977173;  // sin(pi / 8)
+    switch (k) {
+        case 0: return w;
+        case 2: return make_double2((w.x + w.y) * R, (w.y - w.x) * R);
+        case 4: return make_double2(w.y, -w.x);
+        case 6: return make_double2((w.y - w.x) * R, -(w.x + w.y) * R);
+        case 1: return cmul(w, make_double2(C1, -S1));
+        case 3: return cmul(w, make_double2(S1, -C1));
+        case 5: return cmul(w, make_double2(-S1, -C1));
+        default: return cmul(w, make_double2(-C1, -S1));
+    }
+}
+
 // The twiddle of butterfly group mm of the stage with half span h = 2^(Q_LOG + hbit) for the
-// task with j0, read from shared memory (layouts above).
+// task with j0, W_2h^(j0 + q mm) = W_2h^j0 exp(-i pi mm / 2^hbit): one read from shared memory
+// (layouts above) per stage, w0 = W_2h^j0 (read by the caller for mm = 0 and passed back in),
+// times a constant root of unity (hbit <= 3).
 template <int LOG2M, int Q_LOG, bool STAGED>
-__device__ __forceinline__ double2 stage_twiddle(const double2 *tw, u32 j0, int hbit, int mm) {
-    const u32 r = j0 + ((u32)mm << Q_LOG);
-    return STAGED ? tw[(1u << (Q_LOG + hbit)) - 1 + r] : tw[r << (LOG2M - 1 - (Q_LOG + hbit))];
+__device__ __forceinline__ double2 stage_twiddle(const double2 *tw, u32 j0, int hbit, int mm,
+                                                 double2 w0) {
+    if (mm == 0) {
+        return STAGED ? tw[(1u << (Q_LOG + hbit)) - 1 + j0]
+                      : tw[j0 << (LOG2M - 1 - (Q_LOG + hbit))];
+    }
+    return times_root16(w0, mm << (3 - hbit));
 }
 
 // Every twiddle one thread's task needs in every pass of both transforms, in registers: for a
@@ -274,7 +298,7 @@ struct TwiddleRegisters {
 
 template <int LOG2M, int Q_LOG, bool STAGED, int LOG_E>
 __device__ __forceinline__ double2 stage_twiddle(const TwiddleRegisters<LOG2M, LOG_E> &regs, u32,
-                                                 int hbit, int mm) {
+                                                 int hbit, int mm, double2) {
     return regs.w[Q_LOG][(1 << hbit) - 1 + mm];
 }
 
@@ -291,8 +315,8 @@ __device__ __forceinline__ void load_twiddle_registers(TwiddleRegisters<LOG2M, L
         for (int hbit = 0; hbit < B; hbit++) {
 #pragma unroll
             for (int mm = 0; mm < (1 << hbit); mm++) {
-                regs.w[Q_LOG][(1 << hbit) - 1 + mm] =
-                    stage_twiddle<LOG2M, Q_LOG, true>(tw_staged, j0, hbit, mm);
+                const u32 r = j0 + ((u32)mm << Q_LOG);
+                regs.w[Q_LOG][(1 << hbit) - 1 + mm] = tw_staged[(1u << (Q_LOG + hbit)) - 1 + r];
             }
         }
     }
@@ -303,13 +327,16 @@ __device__ __forceinline__ void load_twiddle_registers(TwiddleRegisters<LOG2M, L
 // span being j0 + q e (mod the span). `tw`: the twiddles in shared memory or registers.
 template <int LOG2M, int LOG_E, int B, int Q_LOG, bool INVERSE, bool STAGED, typename Tw>
 __device__ __forceinline__ void fft_stages(double2 (&x)[1 << LOG_E], u32 j0, const Tw &tw) {
+    static_assert(LOG_E <= 4, "stage_twiddle derives at most 8 twiddles per stage");
     constexpr int E = 1 << LOG_E;
 #pragma unroll
     for (int s = 0; s < B; s++) {
         const int hbit = INVERSE ? s : B - 1 - s;  // half span h = q 2^hbit
+        double2 w0 = make_double2(1.0, 0.0);
 #pragma unroll
         for (int mm = 0; mm < (1 << hbit); mm++) {
-            const double2 w = stage_twiddle<LOG2M, Q_LOG, STAGED>(tw, j0, hbit, mm);
+            const double2 w = stage_twiddle<LOG2M, Q_LOG, STAGED>(tw, j0, hbit, mm, w0);
+            if (mm == 0) w0 = w;
 #pragma unroll
             for (int e = 0; e < E; e++) {
                 if ((e & ((2 << hbit) - 1)) != mm) continue;  // bit hbit clear, low bits mm
