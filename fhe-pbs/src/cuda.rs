@@ -27,7 +27,10 @@
 //! the polynomials are padded (one slot per `E` values) so that no pass has bank conflicts;
 //! the twiddles are copied into shared memory once per block (the cluster kernel stage by
 //! stage, so that consecutive threads read consecutive values); the inverse transform's last
-//! pass untwists, rounds and adds straight into the accumulator. The blind rotations are
+//! pass untwists, rounds and adds straight into the accumulator; with one decomposition
+//! level, the decomposition runs fused with the forward transform's first pass (the digits
+//! never go through shared memory), and the cluster kernel keeps each thread's own
+//! accumulator coefficients in registers from one CMux to the next. The blind rotations are
 //! compiled per parameter set: the host compiles the module with `k + 1`, `N` and the PBS level
 //! count and base log defined (`FHE_K1`, `FHE_N`, `FHE_LEVELS`, `FHE_BASE_LOG`), so that the
 //! FFT size, the block size, the digit extraction and

@@ -364,15 +364,28 @@ __device__ __forceinline__ u64 wrap_f64(double x) {
     return (u64)(i64)y;
 }
 
+// The accumulator coefficients of one thread's task in the inverse transform's last pass
+// (natural-order positions j_e and j_e + M), kept in registers for the next CMux's
+// decomposition, which covers the same positions of the same polynomial
+// (decompose_first_pass): shared memory then serves only the rotated reads. The cluster
+// kernel uses them (one task of 4 values per thread).
+template <int E>
+struct OwnCoefficients {
+    u64 lo[E];  // acc[j_e]
+    u64 hi[E];  // acc[j_e + M]
+};
+
 // One pass over POLYS padded polynomials at `data` (B stages, smallest half span 2^Q_LOG).
 // With FUSE_ACC (the inverse's last pass), the natural-order results are not stored back but
 // untwisted (conj(twist) / M: untwist = conj(twist) / M exactly, M a power of two), rounded
 // and added to the accumulator polynomials `acc` (N words apart, polynomial p's N words at
-// acc + p N): acc[j] += round(Re), acc[j + M] += round(Im).
+// acc + p N): acc[j] += round(Re), acc[j + M] += round(Im); with `own` (not null: one task
+// per thread), the old values come from and the new ones also go to those registers.
 template <int LOG2M, int LOG_E, int THREADS, int POLYS, int B, int Q_LOG, bool INVERSE,
           bool FUSE_ACC, bool STAGED, typename Tw>
 __device__ __forceinline__ void fft_pass(double2 *data, const Tw &tw, u64 *acc,
-                                         const double2 *__restrict__ twist) {
+                                         const double2 *__restrict__ twist,
+                                         OwnCoefficients<1 << LOG_E> *own = nullptr) {
     constexpr int E = 1 << LOG_E;
     constexpr u32 TASKS_LOG = LOG2M - LOG_E;
     constexpr u32 M = 1u << LOG2M;
@@ -401,8 +414,17 @@ __device__ __forceinline__ void fft_pass(double2 *data, const Tw &tw, u64 *acc,
             for (int e = 0; e < E; e++) {
                 const u32 j = base + ((u32)e << Q_LOG);
                 const double2 v = cmul_conj(x[e], __ldg(twist + j));
-                a[j] += wrap_f64(v.x * inv_m);
-                a[j + M] += wrap_f64(v.y * inv_m);
+                const u64 lo = wrap_f64(v.x * inv_m);
+                const u64 hi = wrap_f64(v.y * inv_m);
+                if (own != nullptr) {
+                    own->lo[e] += lo;
+                    own->hi[e] += hi;
+                    a[j] = own->lo[e];
+                    a[j + M] = own->hi[e];
+                } else {
+                    a[j] += lo;
+                    a[j + M] += hi;
+                }
             }
         } else {
 #pragma unroll
@@ -436,23 +458,24 @@ __device__ __forceinline__ void fft_forward(double2 *data, const Tw &tw) {
 template <int LOG2M, int LOG_E, int THREADS, int POLYS, bool STAGED, int LO = 0,
           bool FIRST = true, typename Tw>
 __device__ __forceinline__ void fft_inverse_add(double2 *data, const Tw &tw, u64 *acc,
-                                                const double2 *__restrict__ twist) {
+                                                const double2 *__restrict__ twist,
+                                                OwnCoefficients<1 << LOG_E> *own = nullptr) {
     constexpr int PARTIAL = LOG2M % LOG_E;
     if constexpr (FIRST && PARTIAL > 0) {
         fft_pass<LOG2M, LOG_E, THREADS, POLYS, PARTIAL, 0, true, false, STAGED>(data, tw, nullptr,
                                                                                nullptr);
         __syncthreads();
         fft_inverse_add<LOG2M, LOG_E, THREADS, POLYS, STAGED, PARTIAL, false>(data, tw, acc,
-                                                                             twist);
+                                                                             twist, own);
     } else if constexpr (LO + LOG_E < LOG2M) {
         fft_pass<LOG2M, LOG_E, THREADS, POLYS, LOG_E, LO, true, false, STAGED>(data, tw, nullptr,
                                                                               nullptr);
         __syncthreads();
         fft_inverse_add<LOG2M, LOG_E, THREADS, POLYS, STAGED, LO + LOG_E, false>(data, tw, acc,
-                                                                                twist);
+                                                                                twist, own);
     } else {
         fft_pass<LOG2M, LOG_E, THREADS, POLYS, LOG_E, LO, true, true, STAGED>(data, tw, acc,
-                                                                             twist);
+                                                                             twist, own);
         __syncthreads();
     }
 }
@@ -494,6 +517,67 @@ __device__ __forceinline__ void decompose_difference(const u64 *p, u32 a, double
             const double d_hi = digit_to_double<B>(next_digit(state_hi, B));
             dig[level * LEVEL_STRIDE + padded<LOG_E>(j)] = cmul(make_double2(d_lo, d_hi), w);
         }
+    }
+}
+
+// The decomposition fused with the forward transform's first pass, for one level (l = 1):
+// for the task (r, u) of that pass (smallest half span q = M / E, LOG_E stages) on
+// accumulator polynomial r of `acc` (POLYS of them, N words apart), rotates and decomposes
+// X^a p - p at the task's positions j_e = u + q e and j_e + M, twists the digits into the E
+// complex inputs, runs the pass on them in registers and stores the results to polynomial r
+// of `dig` (padded): no round trip of the digits through shared memory. With `own` (not
+// null: one task per thread), p[j_e] and p[j_e + M] come from registers (OwnCoefficients).
+template <int LOG2M, int LOG_E, int THREADS, int POLYS, u32 B, bool STAGED, typename Tw>
+__device__ __forceinline__ void decompose_first_pass(const u64 *acc, u32 a, double2 *dig,
+                                                     const Tw &tw,
+                                                     const double2 *__restrict__ twist,
+                                                     const OwnCoefficients<1 << LOG_E> *own) {
+    constexpr int E = 1 << LOG_E;
+    constexpr u32 M = 1u << LOG2M;
+    constexpr u32 N_POLY = 2 * M;
+    constexpr int Q_LOG = LOG2M - LOG_E;  // also log2 of the tasks per polynomial
+    constexpr u32 PM = M + (1u << Q_LOG);
+    constexpr u32 TOTAL = (u32)POLYS << Q_LOG;
+    constexpr u32 TRIPS = (TOTAL + THREADS - 1) / THREADS;
+    constexpr int UNROLL = TRIPS * E <= 16 ? (int)TRIPS : 1;
+#pragma unroll UNROLL
+    for (u32 task = threadIdx.x; task < TOTAL; task += THREADS) {
+        const u32 r = task >> Q_LOG;
+        const u32 u = task & ((1u << Q_LOG) - 1);
+        const u64 *p = acc + (u64)r * N_POLY;
+        double2 x[E];
+#pragma unroll
+        for (int e = 0; e < E; e++) {
+            const u32 j = u + ((u32)e << Q_LOG);
+            const u64 own_lo = own != nullptr ? own->lo[e] : p[j];
+            const u64 own_hi = own != nullptr ? own->hi[e] : p[j + M];
+            u64 state_lo = decomposition_state(rotated(p, a, j, N_POLY) - own_lo, 64 - B);
+            u64 state_hi = decomposition_state(rotated(p, a, j + M, N_POLY) - own_hi, 64 - B);
+            const double d_lo = digit_to_double<B>(next_digit(state_lo, B));
+            const double d_hi = digit_to_double<B>(next_digit(state_hi, B));
+            x[e] = cmul(make_double2(d_lo, d_hi), __ldg(twist + j));
+        }
+        fft_stages<LOG2M, LOG_E, LOG_E, Q_LOG, false, STAGED>(x, u, tw);
+        double2 *out = dig + r * PM;
+#pragma unroll
+        for (int e = 0; e < E; e++) out[padded<LOG_E>(u + ((u32)e << Q_LOG))] = x[e];
+    }
+}
+
+// Loads `own` for this thread's task of decompose_first_pass (if it has one).
+template <int LOG2M, int LOG_E, int POLYS>
+__device__ __forceinline__ void load_own_coefficients(const u64 *acc,
+                                                      OwnCoefficients<1 << LOG_E> &own) {
+    constexpr u32 M = 1u << LOG2M;
+    constexpr int Q_LOG = LOG2M - LOG_E;
+    const u32 task = threadIdx.x;
+    if (task >= ((u32)POLYS << Q_LOG)) return;
+    const u64 *p = acc + (u64)(task >> Q_LOG) * 2 * M;
+    const u32 u = task & ((1u << Q_LOG) - 1);
+#pragma unroll
+    for (int e = 0; e < (1 << LOG_E); e++) {
+        own.lo[e] = p[u + ((u32)e << Q_LOG)];
+        own.hi[e] = p[u + ((u32)e << Q_LOG) + M];
     }
 }
 
@@ -616,6 +700,10 @@ __device__ __forceinline__ void blind_rotate_amortized(
         acc[(K1 - 1) * N_POLY + t] = rotated(lut, start, t, N_POLY);
     }
     __syncthreads();
+    // One level: the decomposition runs fused with the forward transform's first pass. (The
+    // own accumulator coefficients are not kept in registers here, unlike the cluster kernel:
+    // 16 values per task cost 64 registers, and the block count per SM fell from 3 to 2.)
+    constexpr bool FUSED = LEVELS == 1;
 
     u32 a_next = sw[0];
     for (u32 i = 0; i < n; i++) {
@@ -624,13 +712,20 @@ __device__ __forceinline__ void blind_rotate_amortized(
         if (a == 0) continue;  // X^0 ACC - ACC = 0: the CMux leaves ACC unchanged
         const double2 *ggsw = bsk + (u64)i * ROWS * K1 * M;
         prefetch_key<LOG2M, THREADS, ROWS * K1>(ggsw);
+        if constexpr (FUSED) {
+            decompose_first_pass<LOG2M, LOG_E, THREADS, K1, B, false>(acc, a, dig, tw_s, twist,
+                                                                     nullptr);
+            __syncthreads();
+            fft_forward<LOG2M, LOG_E, THREADS, ROWS, false, true, LOG2M - LOG_E>(dig, tw_s);
+        } else {
 #pragma unroll
-        for (int r = 0; r < K1; r++) {
-            decompose_difference<LOG2M, LOG_E, THREADS, LEVELS, B, K1 * PM, 4>(
-                acc + r * N_POLY, a, dig + r * PM, twist);
+            for (int r = 0; r < K1; r++) {
+                decompose_difference<LOG2M, LOG_E, THREADS, LEVELS, B, K1 * PM, 4>(
+                    acc + r * N_POLY, a, dig + r * PM, twist);
+            }
+            __syncthreads();
+            fft_forward<LOG2M, LOG_E, THREADS, ROWS, false, true>(dig, tw_s);
         }
-        __syncthreads();
-        fft_forward<LOG2M, LOG_E, THREADS, ROWS, false, true>(dig, tw_s);
 #pragma unroll 2
         for (u32 j = threadIdx.x; j < M; j += THREADS) {
             const u32 pj = padded<LOG_E>(j);
@@ -852,6 +947,12 @@ __device__ __forceinline__ void blind_rotate_cluster(
     }
     cluster_barrier();  // every block's mbarriers exist before anyone sends
     const auto tw = twiddle_source<LOG2M, LOG_E, THREADS>(tw_s);
+    // One level: decomposition fused with the forward transform's first pass; with one FFT
+    // task per thread (N up to 4096) the own accumulator coefficients stay in registers.
+    constexpr bool FUSED = LEVELS == 1;
+    constexpr bool CARRY = FUSED && (M >> LOG_E) <= THREADS;
+    OwnCoefficients<1 << LOG_E> own;
+    if constexpr (CARRY) load_own_coefficients<LOG2M, LOG_E, 1>(acc, own);
 
     u32 a_next = sw[0];
     for (u32 i = 0; i < n; i++) {
@@ -862,10 +963,17 @@ __device__ __forceinline__ void blind_rotate_cluster(
         double2 *const mine = slots_now + rank * SLOT;
         double2 *const out = slots + ((parity ^ 1) * K1 + rank) * SLOT;
         if (threadIdx.x == 0) mbarrier_expect(&digits_ready[parity], (K1 - 1) * SLOT * 16);
-        decompose_difference<LOG2M, LOG_E, THREADS, LEVELS, B, PM, M / THREADS>(acc, a, mine,
-                                                                                twist);
-        __syncthreads();
-        fft_forward<LOG2M, LOG_E, THREADS, LEVELS, true, false>(mine, tw);
+        if constexpr (FUSED) {
+            decompose_first_pass<LOG2M, LOG_E, THREADS, 1, B, true>(acc, a, mine, tw, twist,
+                                                                    CARRY ? &own : nullptr);
+            __syncthreads();
+            fft_forward<LOG2M, LOG_E, THREADS, 1, true, false, LOG2M - LOG_E>(mine, tw);
+        } else {
+            decompose_difference<LOG2M, LOG_E, THREADS, LEVELS, B, PM, M / THREADS>(acc, a, mine,
+                                                                                    twist);
+            __syncthreads();
+            fft_forward<LOG2M, LOG_E, THREADS, LEVELS, true, false>(mine, tw);
+        }
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // for the copy engine
         __syncthreads();
         if (threadIdx.x == 0) {
@@ -896,7 +1004,8 @@ __device__ __forceinline__ void blind_rotate_cluster(
             copy_key_rows<LOG2M>(key_s, key_column + (i + 1) * GGSW, ROWS, (u64)K1 * M,
                                  key_ready);
         }
-        fft_inverse_add<LOG2M, LOG_E, THREADS, 1, true>(out, tw, acc, twist);
+        fft_inverse_add<LOG2M, LOG_E, THREADS, 1, true>(out, tw, acc, twist,
+                                                        CARRY ? &own : nullptr);
     }
     // No block may exit (freeing its shared memory and mbarriers) while a copy to it is in
     // flight; every incoming copy has landed (waited for), this keeps the exits in step.
