@@ -39,7 +39,9 @@
 //! index arithmetic folds into constants. NVRTC compiles one such module (a couple of seconds)
 //! on the first use of a parameter set; the disk cache of `kernels` keeps it. The key switch
 //! stages the digits of 32 ciphertexts per block (8 for fewer than 32 ciphertexts), so that
-//! each key word read serves all of them.
+//! each key word read serves all of them; digits of at most 31 bits (the standard set's are
+//! 4) are staged as ints and multiplied with two 32-bit multiply-adds instead of a 64-bit
+//! product.
 //!
 //! # Engines
 //!
@@ -375,8 +377,15 @@ impl Cuda {
         let base_log = params.pbs_decomposition().base_log.0;
         let module = specialized_module(k1, n, levels, base_log);
         let load = |name: &str| gpu.kernel(&module, name);
-        let keyswitch_small = load("fhe_keyswitch_t8")?;
-        let keyswitch_large = load("fhe_keyswitch_t32")?;
+        // Key-switch digits of at most 31 bits: the narrow kernels (int digits, two 32-bit
+        // multiplies per product instead of a 64-bit one).
+        let variant = if narrow_keyswitch(params) {
+            "narrow_"
+        } else {
+            ""
+        };
+        let keyswitch_small = load(&format!("fhe_keyswitch_{variant}t8"))?;
+        let keyswitch_large = load(&format!("fhe_keyswitch_{variant}t32"))?;
         allow_shared(
             &keyswitch_small,
             keyswitch_shared_bytes(params, KS_TILE_SMALL),
@@ -722,11 +731,12 @@ impl Cuda {
             threads: KS_THREADS,
             shared_bytes: to_u32(keyswitch_shared_bytes(&self.params, tile)),
         };
-        // SAFETY: the arguments match `fhe_keyswitch_t{TILE}(FheShape, const u64*, const u64*,
-        // u64*, u32, u32, u32, u32)`, TILE = `tile`; `input` holds `count` ciphertexts of kN + 1 words, the key
-        // kN l (n + 1) words, `output` count (n + 1) zeroed words; the kernel reads inputs
-        // only for ct < count and coefficients < kN, and writes words < n + 1 of
-        // ciphertexts < count; the shared memory is KS_CHUNK l TILE i64 as it indexes.
+        // SAFETY: the arguments match `fhe_keyswitch_[narrow_]t{TILE}(FheShape, const u64*,
+        // const u64*, u64*, u32, u32, u32, u32)`, TILE = `tile`; `input` holds `count`
+        // ciphertexts of kN + 1 words, the key kN l (n + 1) words, `output` count (n + 1)
+        // zeroed words; the kernel reads inputs only for ct < count and coefficients < kN, and
+        // writes words < n + 1 of ciphertexts < count; the shared memory is KS_CHUNK l TILE
+        // digits (4 bytes each in the narrow kernels, else 8) as it indexes.
         unsafe {
             self.gpu
                 .launch(kernel, grid)
@@ -909,7 +919,14 @@ fn specialized_module(k1: usize, n: usize, levels: usize, base_log: usize) -> Mo
 /// `KS_CHUNK` coefficients (i64).
 fn keyswitch_shared_bytes(params: &Parameters, tile: u32) -> usize {
     let ks_levels = params.ks_decomposition().level_count.0;
-    KS_CHUNK as usize * ks_levels * tile as usize * 8
+    let digit_bytes = if narrow_keyswitch(params) { 4 } else { 8 };
+    KS_CHUNK as usize * ks_levels * tile as usize * digit_bytes
+}
+
+/// Whether the key switch runs its narrow kernels (`fhe_keyswitch_narrow_t*`): digits of a
+/// base log of at most 31 bits fit an int.
+fn narrow_keyswitch(params: &Parameters) -> bool {
+    params.ks_decomposition().base_log.0 <= 31
 }
 
 /// Complex slots of one padded Fourier polynomial in shared memory: `N/2` values plus one

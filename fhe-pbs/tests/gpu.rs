@@ -330,12 +330,34 @@ fn custom_set(
     lwe_dimension: usize,
     plaintext_modulus: u64,
 ) -> Parameters {
+    custom_set_with_lwe_noise(
+        polynomial_size,
+        glwe_dimension,
+        pbs,
+        ks,
+        lwe_dimension,
+        plaintext_modulus,
+        30,
+    )
+}
+
+/// [`custom_set`] with an LWE (and key-switching-key) noise of standard deviation
+/// `2^-lwe_noise_log2`.
+fn custom_set_with_lwe_noise(
+    polynomial_size: usize,
+    glwe_dimension: usize,
+    pbs: (usize, usize),
+    ks: (usize, usize),
+    lwe_dimension: usize,
+    plaintext_modulus: u64,
+    lwe_noise_log2: u32,
+) -> Parameters {
     Parameters::new(ParameterSpec {
         lwe_dimension: LweDimension(lwe_dimension),
         glwe_dimension: GlweDimension(glwe_dimension),
         polynomial_size: PolynomialSize(polynomial_size),
         lwe_noise: NoiseDistribution::Gaussian {
-            std: 1.0 / (1u64 << 30) as f64,
+            std: 1.0 / (1u64 << lwe_noise_log2) as f64,
         },
         glwe_noise: NoiseDistribution::Gaussian {
             std: 1.0 / (1u64 << 50) as f64,
@@ -350,10 +372,10 @@ fn custom_set(
 #[test]
 #[ignore = "requires a CUDA GPU"]
 fn caller_defined_sets_of_every_shape_match_the_cpu() {
-    // N from 512 to 8192, k from 1 to 3, one to eight PBS levels, key switches of 3 to 64
-    // levels; the last two sets' digit polynomials do not fit in shared memory (the amortized
-    // kernel keeps them in device memory), the first's key-switch digits do not fit the large
-    // tile.
+    // N from 512 to 8192, k from 1 to 3, one to eight PBS levels, key switches of 2 to 64
+    // levels; the fourth and fifth sets' digit polynomials do not fit in shared memory (the
+    // amortized kernel keeps them in device memory), the first's key-switch digits do not fit
+    // the large tile.
     let sets = [
         (
             "N=512 k=2 l=3 ks=1x64",
@@ -372,6 +394,18 @@ fn caller_defined_sets_of_every_shape_match_the_cpu() {
             custom_set(8192, 1, (15, 2), (6, 3), 32, 16),
         ),
         ("N=2048 k=1 l=8", custom_set(2048, 1, (4, 8), (4, 4), 32, 4)),
+        // One PBS level (the decomposition fused with the first FFT pass) at both ends of N.
+        (
+            "N=8192 k=1 l=1",
+            custom_set(8192, 1, (22, 1), (4, 4), 32, 4),
+        ),
+        ("N=512 k=3 l=1", custom_set(512, 3, (20, 1), (3, 5), 32, 4)),
+        // A key switch with 32-bit digits (the wide key-switch kernels); digits that large
+        // need a far smaller key-switching-key noise than the other sets.
+        (
+            "N=1024 k=1 l=1 ks=32x2",
+            custom_set_with_lwe_noise(1024, 1, (20, 1), (32, 2), 32, 4, 60),
+        ),
     ];
     let mut rng = Csprng::from_seed([9; 32]);
     for (t, (name, params)) in sets.into_iter().enumerate() {

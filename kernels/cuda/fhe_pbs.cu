@@ -18,6 +18,16 @@
 
 typedef long long i64;
 
+// Select<C, A, B>::T is A when C, else B.
+template <bool C, typename A, typename B>
+struct Select {
+    typedef A T;
+};
+template <typename A, typename B>
+struct Select<false, A, B> {
+    typedef B T;
+};
+
 // The dimensions every kernel reads, passed by value (FheShape in fhe-pbs/src/cuda.rs).
 struct FheShape {
     u32 lwe_dimension;         // n (small key, bootstrap input)
@@ -125,18 +135,33 @@ extern "C" __global__ void fhe_sample_extract(const u64 *__restrict__ glwe, u64 
 // Each key word read from global memory serves TILE ciphertexts: TILE = 32 for batches,
 // 8 for a few ciphertexts. The grid is flattened:
 // block = (split * ct_blocks + ct_block) * word_blocks + word_block.
+//
+// NARROW (base log at most 31, so |digit| <= 2^30 fits an int): with the key word
+// k = k_hi 2^32 + k_lo and s = k_lo read as a signed int (k_lo - 2^32 t, t its top bit),
+// d k = d s + 2^32 d (k_hi + t) mod 2^64, so each product is one signed 32 x 32 -> 64
+// multiply-add into a 64-bit sum and one 32-bit multiply-add into a high word (two integer
+// multiplies instead of the three of a 64 x 64 product), and the digits take 4 bytes.
 
 #define KS_THREADS 128
 #define KS_CHUNK 16
 
-template <int TILE>
+// a b + c mod 2^64 for ints a, b: one 32 x 32 -> 64 multiply-add.
+__device__ __forceinline__ u64 mad_wide_s32(int a, int b, u64 c) {
+    u64 d;
+    asm("mad.wide.s32 %0, %1, %2, %3;" : "=l"(d) : "r"(a), "r"(b), "l"(c));
+    return d;
+}
+
+template <int TILE, bool NARROW>
 __device__ __forceinline__ void keyswitch_tile(const FheShape &s, const u64 *__restrict__ input,
                                                const u64 *__restrict__ ksk,
                                                u64 *__restrict__ output, u32 count,
                                                u32 word_blocks, u32 ct_blocks,
                                                u32 inputs_per_split) {
-    extern __shared__ longlong2 ks_digits2[];  // [KS_CHUNK][levels][TILE] i64
-    i64 *ks_digits = (i64 *)ks_digits2;
+    typedef typename Select<NARROW, int, i64>::T Digit;  // as staged in shared memory
+    typedef typename Select<NARROW, int4, longlong2>::T Digits16;  // 16 bytes of them
+    extern __shared__ longlong2 ks_shared[];  // [KS_CHUNK][levels][TILE] Digit
+    Digit *ks_digits = (Digit *)ks_shared;
     const u32 in_dim = s.glwe_dimension * s.polynomial_size;
     const u32 out_width = s.lwe_dimension + 1;
     const u32 levels = s.ks_level_count;
@@ -151,9 +176,12 @@ __device__ __forceinline__ void keyswitch_tile(const FheShape &s, const u64 *__r
     const u32 i_begin = split * inputs_per_split;
     const u32 i_end = min(in_dim, i_begin + inputs_per_split);
 
-    u64 acc[TILE];
+    u64 acc[TILE];  // NARROW: the signed low products
+    u32 acc_hi[NARROW ? TILE : 1];
 #pragma unroll
     for (int t = 0; t < TILE; t++) acc[t] = 0;
+#pragma unroll
+    for (int t = 0; t < (NARROW ? TILE : 1); t++) acc_hi[t] = 0;
 
     for (u32 i0 = i_begin; i0 < i_end; i0 += KS_CHUNK) {
         const u32 chunk = min((u32)KS_CHUNK, i_end - i0);
@@ -165,7 +193,7 @@ __device__ __forceinline__ void keyswitch_tile(const FheShape &s, const u64 *__r
             const u64 x = ct < count ? input[(u64)ct * (in_dim + 1) + i0 + ii] : 0;
             u64 state = decomposition_state(x, dropped);
             for (u32 j = levels; j-- > 0;) {
-                ks_digits[(ii * levels + j) * TILE + t] = next_digit(state, b);
+                ks_digits[(ii * levels + j) * TILE + t] = (Digit)next_digit(state, b);
             }
         }
         __syncthreads();
@@ -175,12 +203,27 @@ __device__ __forceinline__ void keyswitch_tile(const FheShape &s, const u64 *__r
 #pragma unroll 4
             for (u32 f = 0; f < rows; f++) {
                 const u64 kv = __ldg(key + (u64)f * out_width);
-                const longlong2 *d = ks_digits2 + f * (TILE / 2);
+                const Digits16 *d = (const Digits16 *)(ks_digits + f * TILE);
+                if constexpr (NARROW) {
+                    const int k_lo = (int)(u32)kv;
+                    const u32 k_hi = (u32)(kv >> 32) + ((u32)kv >> 31);
 #pragma unroll
-                for (int t2 = 0; t2 < TILE / 2; t2++) {
-                    const longlong2 dd = d[t2];
-                    acc[2 * t2] += (u64)dd.x * kv;
-                    acc[2 * t2 + 1] += (u64)dd.y * kv;
+                    for (int t4 = 0; t4 < TILE / 4; t4++) {
+                        const int4 dd = d[t4];
+                        const int ds[4] = {dd.x, dd.y, dd.z, dd.w};
+#pragma unroll
+                        for (int q = 0; q < 4; q++) {
+                            acc[4 * t4 + q] = mad_wide_s32(ds[q], k_lo, acc[4 * t4 + q]);
+                            acc_hi[4 * t4 + q] += (u32)ds[q] * k_hi;
+                        }
+                    }
+                } else {
+#pragma unroll
+                    for (int t2 = 0; t2 < TILE / 2; t2++) {
+                        const longlong2 dd = d[t2];
+                        acc[2 * t2] += (u64)dd.x * kv;
+                        acc[2 * t2 + 1] += (u64)dd.y * kv;
+                    }
                 }
             }
         }
@@ -190,25 +233,27 @@ __device__ __forceinline__ void keyswitch_tile(const FheShape &s, const u64 *__r
         for (int t = 0; t < TILE; t++) {
             const u32 ct = ct0 + t;
             if (ct >= count) continue;
-            u64 v = 0ull - acc[t];
+            const u64 sum = NARROW ? acc[t] + ((u64)acc_hi[NARROW ? t : 0] << 32) : acc[t];
+            u64 v = 0ull - sum;
             if (split == 0 && w == out_width - 1) v += input[(u64)ct * (in_dim + 1) + in_dim];
             atomicAdd((unsigned long long *)&output[(u64)ct * out_width + w], v);
         }
     }
 }
 
-#define FHE_DEFINE_KEYSWITCH(TILE)                                                           \
+#define FHE_DEFINE_KEYSWITCH(NAME, TILE, NARROW)                                             \
     extern "C" __global__ void __launch_bounds__(KS_THREADS)                                \
-        fhe_keyswitch_t##TILE(const FheShape s, const u64 *__restrict__ input,               \
-                              const u64 *__restrict__ ksk, u64 *__restrict__ output,         \
-                              u32 count, u32 word_blocks, u32 ct_blocks,                     \
-                              u32 inputs_per_split) {                                        \
-        keyswitch_tile<TILE>(s, input, ksk, output, count, word_blocks, ct_blocks,           \
-                             inputs_per_split);                                              \
+        NAME(const FheShape s, const u64 *__restrict__ input, const u64 *__restrict__ ksk,   \
+             u64 *__restrict__ output, u32 count, u32 word_blocks, u32 ct_blocks,           \
+             u32 inputs_per_split) {                                                         \
+        keyswitch_tile<TILE, NARROW>(s, input, ksk, output, count, word_blocks, ct_blocks,   \
+                                     inputs_per_split);                                      \
     }
 
-FHE_DEFINE_KEYSWITCH(8)
-FHE_DEFINE_KEYSWITCH(32)
+FHE_DEFINE_KEYSWITCH(fhe_keyswitch_t8, 8, false)
+FHE_DEFINE_KEYSWITCH(fhe_keyswitch_t32, 32, false)
+FHE_DEFINE_KEYSWITCH(fhe_keyswitch_narrow_t8, 8, true)
+FHE_DEFINE_KEYSWITCH(fhe_keyswitch_narrow_t32, 32, true)
 
 // ---------------------------------------------------------------------------------------
 // Complex f64 arithmetic and the shared-memory FFTs.
