@@ -321,29 +321,9 @@ fn phases_are_close_to_the_exact_cpu_blind_rotation() {
 }
 
 /// An insecure caller-defined set (small `n`, tiny noise) with the given shape; `pbs` and `ks`
-/// are (base log, levels).
-fn custom_set(
-    polynomial_size: usize,
-    glwe_dimension: usize,
-    pbs: (usize, usize),
-    ks: (usize, usize),
-    lwe_dimension: usize,
-    plaintext_modulus: u64,
-) -> Parameters {
-    custom_set_with_lwe_noise(
-        polynomial_size,
-        glwe_dimension,
-        pbs,
-        ks,
-        lwe_dimension,
-        plaintext_modulus,
-        30,
-    )
-}
-
-/// [`custom_set`] with an LWE (and key-switching-key) noise of standard deviation
+/// are (base log, levels), the LWE (and key-switching-key) noise has standard deviation
 /// `2^-lwe_noise_log2`.
-fn custom_set_with_lwe_noise(
+fn custom_set(
     polynomial_size: usize,
     glwe_dimension: usize,
     pbs: (usize, usize),
@@ -379,32 +359,38 @@ fn caller_defined_sets_of_every_shape_match_the_cpu() {
     let sets = [
         (
             "N=512 k=2 l=3 ks=1x64",
-            custom_set(512, 2, (7, 3), (1, 64), 64, 4),
+            custom_set(512, 2, (7, 3), (1, 64), 64, 4, 30),
         ),
         (
             "N=1024 k=3 l=2",
-            custom_set(1024, 3, (10, 2), (4, 4), 32, 2),
+            custom_set(1024, 3, (10, 2), (4, 4), 32, 2, 30),
         ),
         (
             "N=4096 k=1 l=2",
-            custom_set(4096, 1, (15, 2), (4, 4), 48, 8),
+            custom_set(4096, 1, (15, 2), (4, 4), 48, 8, 30),
         ),
         (
             "N=8192 k=1 l=2",
-            custom_set(8192, 1, (15, 2), (6, 3), 32, 16),
+            custom_set(8192, 1, (15, 2), (6, 3), 32, 16, 30),
         ),
-        ("N=2048 k=1 l=8", custom_set(2048, 1, (4, 8), (4, 4), 32, 4)),
+        (
+            "N=2048 k=1 l=8",
+            custom_set(2048, 1, (4, 8), (4, 4), 32, 4, 30),
+        ),
         // One PBS level (the decomposition fused with the first FFT pass) at both ends of N.
         (
             "N=8192 k=1 l=1",
-            custom_set(8192, 1, (22, 1), (4, 4), 32, 4),
+            custom_set(8192, 1, (22, 1), (4, 4), 32, 4, 30),
         ),
-        ("N=512 k=3 l=1", custom_set(512, 3, (20, 1), (3, 5), 32, 4)),
+        (
+            "N=512 k=3 l=1",
+            custom_set(512, 3, (20, 1), (3, 5), 32, 4, 30),
+        ),
         // A key switch with 32-bit digits (the wide key-switch kernels); digits that large
         // need a far smaller key-switching-key noise than the other sets.
         (
             "N=1024 k=1 l=1 ks=32x2",
-            custom_set_with_lwe_noise(1024, 1, (20, 1), (32, 2), 32, 4, 60),
+            custom_set(1024, 1, (20, 1), (32, 2), 32, 4, 60),
         ),
     ];
     let mut rng = Csprng::from_seed([9; 32]);

@@ -420,6 +420,13 @@ struct OwnCoefficients {
     u64 hi[E];  // acc[j_e + M]
 };
 
+// How far a loop over `total` tasks of E values each, `threads` at a time, unrolls: fully
+// while it stays small (at most 16 values per thread in flight), else not at all, so that
+// large N or many polynomials neither spill nor bloat the code.
+__host__ __device__ constexpr int task_unroll(u32 total, u32 threads, int e) {
+    return (total + threads - 1) / threads * e <= 16 ? (int)((total + threads - 1) / threads) : 1;
+}
+
 // One pass over POLYS padded polynomials at `data` (B stages, smallest half span 2^Q_LOG).
 // With FUSE_ACC (the inverse's last pass), the natural-order results are not stored back but
 // untwisted (conj(twist) / M: untwist = conj(twist) / M exactly, M a power of two), rounded
@@ -437,10 +444,7 @@ __device__ __forceinline__ void fft_pass(double2 *data, const Tw &tw, u64 *acc,
     constexpr u32 PM = M + (1u << TASKS_LOG);
     constexpr u32 Q = 1u << Q_LOG;
     constexpr u32 TOTAL = (u32)POLYS << TASKS_LOG;
-    // Fully unrolled while it stays small (at most 16 values per thread in flight), else
-    // rolled, so that large N or many polynomials neither spill nor bloat the code.
-    constexpr u32 TRIPS = (TOTAL + THREADS - 1) / THREADS;
-    constexpr int UNROLL = TRIPS * E <= 16 ? (int)TRIPS : 1;
+    constexpr int UNROLL = task_unroll(TOTAL, THREADS, E);
 #pragma unroll UNROLL
     for (u32 task = threadIdx.x; task < TOTAL; task += THREADS) {
         const u32 poly = task >> TASKS_LOG;
@@ -583,8 +587,7 @@ __device__ __forceinline__ void decompose_first_pass(const u64 *acc, u32 a, doub
     constexpr int Q_LOG = LOG2M - LOG_E;  // also log2 of the tasks per polynomial
     constexpr u32 PM = M + (1u << Q_LOG);
     constexpr u32 TOTAL = (u32)POLYS << Q_LOG;
-    constexpr u32 TRIPS = (TOTAL + THREADS - 1) / THREADS;
-    constexpr int UNROLL = TRIPS * E <= 16 ? (int)TRIPS : 1;
+    constexpr int UNROLL = task_unroll(TOTAL, THREADS, E);
 #pragma unroll UNROLL
     for (u32 task = threadIdx.x; task < TOTAL; task += THREADS) {
         const u32 r = task >> Q_LOG;
