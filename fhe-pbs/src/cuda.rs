@@ -33,13 +33,13 @@
 //! accumulator coefficients in registers from one CMux to the next. The blind rotations are
 //! compiled per parameter set: the host compiles the module with `k + 1`, `N` and the PBS level
 //! count and base log defined (`FHE_K1`, `FHE_N`, `FHE_LEVELS`, `FHE_BASE_LOG`), so that the
-//! FFT size, the block size, the digit extraction and
-//! the number of polynomials are compile-time constants in the kernels (named
-//! `fhe_blind_rotate_{cluster,amortized,amortized_shared}_k{K1}_n{N}_l{L}_b{B}`): their loops unroll fully and the
-//! index arithmetic folds into constants. NVRTC compiles one such module (a couple of seconds)
-//! on the first use of a parameter set; the disk cache of `kernels` keeps it. The key switch
-//! stages the digits of 32 ciphertexts per block (8 for fewer than 32 ciphertexts), so that
-//! each key word read serves all of them; digits of at most 31 bits (the standard set's are
+//! FFT size, the block size, the digit extraction and the number of polynomials are
+//! compile-time constants in the kernels (named
+//! `fhe_blind_rotate_{cluster,amortized,amortized_shared}_k{K1}_n{N}_l{L}_b{B}`): their
+//! loops unroll fully and the index arithmetic folds into constants. NVRTC compiles one such
+//! module (a couple of seconds) on the first use of a parameter set; the disk cache of
+//! `kernels` keeps it. The key switch stages the digits of 32 ciphertexts per block (8 for
+//! fewer than 32 ciphertexts), so that each key word read serves all of them; digits of at most 31 bits (the standard set's are
 //! 4) are staged as ints and multiplied with two 32-bit multiply-adds instead of a 64-bit
 //! product.
 //!
@@ -59,8 +59,9 @@
 //!   while the current one finishes. Clusters rather than a cooperative grid because the
 //!   blocks of a cluster are co-scheduled and reach each other's shared memory directly,
 //!   while a grid sync goes through global memory atomics over the whole grid, which alone
-//!   would take most of the 2 us budget of a CMux. Where clusters are not available (older GPUs, `k > 3`, or parameters whose
-//!   cluster shared memory exceeds the device limit) this engine runs the amortized kernel;
+//!   would take most of the 2 us budget of a CMux. Where clusters are not available (older
+//!   GPUs, `k > 3`, or parameters whose cluster shared memory exceeds the device limit, such
+//!   as N = 4096 and beyond) this engine runs the amortized kernel;
 //!   [`Cuda::name`](crate::Bootstrapper::name) says which kernel runs.
 //! * [`Engine::Auto`]: the cluster kernel while the whole chunk fits one wave of clusters
 //!   (`count (k + 1) <= SMs`), the amortized kernel beyond.
@@ -777,10 +778,12 @@ impl Cuda {
                     threads: CLUSTER_THREADS.min(to_u32(n / 2) >> CLUSTER_LOG_E),
                     shared_bytes: to_u32(cluster_shared_bytes(&self.params)),
                 };
-                // SAFETY: the arguments match `fhe_blind_rotate_cluster_k{K1}_n{N}_l{L}_b{B}(FheShape,
-                // const u32*, const u64*, const double2*, const double2*, const double2*, u64*)`
-                // with K1 = k + 1, N and L = l of these parameters (the kernel was loaded for
-                // them, and its block is the `min(512, N/8)` threads launched); `switched` holds
+                // SAFETY: the arguments match
+                // `fhe_blind_rotate_cluster_k{K1}_n{N}_l{L}_b{B}(FheShape, const u32*,
+                // const u64*, const double2*, const double2*, const double2*, u64*)`
+                // with K1 = k + 1, N, L = l and B the base log of these parameters (the kernel
+                // was loaded for them, and its block is the `min(512, N/8)` threads launched);
+                // `switched` holds
                 // count (n + 1) values, `lut` N words, the key n (k + 1)^2 l N/2 complex
                 // values, the twist N/2 and the staged twiddles N/2 - 1 complex values, `glwe`
                 // count (k + 1) N words; the grid has one cluster of k + 1 blocks per
@@ -916,7 +919,7 @@ fn specialized_module(k1: usize, n: usize, levels: usize, base_log: usize) -> Mo
 }
 
 /// Dynamic shared memory of the key switch with `tile` ciphertexts per block: the digits of
-/// `KS_CHUNK` coefficients (i64).
+/// `KS_CHUNK` coefficients (ints in the narrow kernels, else i64).
 fn keyswitch_shared_bytes(params: &Parameters, tile: u32) -> usize {
     let ks_levels = params.ks_decomposition().level_count.0;
     let digit_bytes = if narrow_keyswitch(params) { 4 } else { 8 };

@@ -233,7 +233,8 @@ __device__ __forceinline__ void keyswitch_tile(const FheShape &s, const u64 *__r
         for (int t = 0; t < TILE; t++) {
             const u32 ct = ct0 + t;
             if (ct >= count) continue;
-            const u64 sum = NARROW ? acc[t] + ((u64)acc_hi[NARROW ? t : 0] << 32) : acc[t];
+            u64 sum = acc[t];
+            if constexpr (NARROW) sum += (u64)acc_hi[t] << 32;
             u64 v = 0ull - sum;
             if (split == 0 && w == out_width - 1) v += input[(u64)ct * (in_dim + 1) + in_dim];
             atomicAdd((unsigned long long *)&output[(u64)ct * out_width + w], v);
@@ -540,6 +541,16 @@ __device__ __forceinline__ double digit_to_double(i64 digit) {
     }
 }
 
+// The next digits (decomposition_state, next_digit) of the values at positions j and j + M,
+// as the twisted complex value (d_lo + i d_hi) w, w = twist[j]: a transform input.
+template <u32 B>
+__device__ __forceinline__ double2 next_twisted_digits(u64 &state_lo, u64 &state_hi,
+                                                       double2 w) {
+    const double d_lo = digit_to_double<B>(next_digit(state_lo, B));
+    const double d_hi = digit_to_double<B>(next_digit(state_hi, B));
+    return cmul(make_double2(d_lo, d_hi), w);
+}
+
 // Rotates, decomposes and twists the difference X^a p - p of one accumulator polynomial into
 // LEVELS complex polynomials with base 2^B: value j of level `level` (0 the most significant)
 // at dig[level * LEVEL_STRIDE + padded(j)], ready for fft_forward. Each thread owns
@@ -562,9 +573,8 @@ __device__ __forceinline__ void decompose_difference(const u64 *p, u32 a, double
         const double2 w = __ldg(twist + j);
 #pragma unroll
         for (int level = LEVELS - 1; level >= 0; level--) {
-            const double d_lo = digit_to_double<B>(next_digit(state_lo, B));
-            const double d_hi = digit_to_double<B>(next_digit(state_hi, B));
-            dig[level * LEVEL_STRIDE + padded<LOG_E>(j)] = cmul(make_double2(d_lo, d_hi), w);
+            dig[level * LEVEL_STRIDE + padded<LOG_E>(j)] =
+                next_twisted_digits<B>(state_lo, state_hi, w);
         }
     }
 }
@@ -601,9 +611,7 @@ __device__ __forceinline__ void decompose_first_pass(const u64 *acc, u32 a, doub
             const u64 own_hi = own != nullptr ? own->hi[e] : p[j + M];
             u64 state_lo = decomposition_state(rotated(p, a, j, N_POLY) - own_lo, 64 - B);
             u64 state_hi = decomposition_state(rotated(p, a, j + M, N_POLY) - own_hi, 64 - B);
-            const double d_lo = digit_to_double<B>(next_digit(state_lo, B));
-            const double d_hi = digit_to_double<B>(next_digit(state_hi, B));
-            x[e] = cmul(make_double2(d_lo, d_hi), __ldg(twist + j));
+            x[e] = next_twisted_digits<B>(state_lo, state_hi, __ldg(twist + j));
         }
         fft_stages<LOG2M, LOG_E, LOG_E, Q_LOG, false, STAGED>(x, u, tw);
         double2 *out = dig + r * PM;
@@ -653,9 +661,10 @@ __device__ __forceinline__ void load_twiddles(double2 *tw_s, const double2 *__re
 //   #define FHE_K1 <k + 1>  #define FHE_N <N>  #define FHE_LEVELS <PBS level count>
 //   #define FHE_BASE_LOG <PBS base log>
 // so that the FFT size, the number of polynomials, the levels and the digit base are
-// compile-time constants; the kernels' names carry them (fhe_blind_rotate_cluster_k2_n2048_l1_b23),
-// so that a kernel never runs for another parameter set. Without the defines (the NVRTC compile test), the
-// module is compiled for PARAM_MESSAGE_2_CARRY_2's shape.
+// compile-time constants; the kernels' names carry them
+// (fhe_blind_rotate_cluster_k2_n2048_l1_b23), so that a kernel never runs for another
+// parameter set. Without the defines (the NVRTC compile test), the module is compiled for
+// PARAM_MESSAGE_2_CARRY_2's shape.
 #ifndef FHE_K1
 #define FHE_K1 2
 #endif
