@@ -1,7 +1,7 @@
 //! The CUDA backend: the kernels of `kernels/cuda/merkle.cu`, run through `kernels`.
 //!
 //! A tree of `n` leaves lives on the device as its `2n`-digest node array, and each level is
-//! one launch. The permutation is compute-bound and long (about 160k instructions), so how a
+//! one launch. The permutation is compute-bound and long (about 110k instructions), so how a
 //! level is spread matters more than memory traffic:
 //!
 //! - levels of at least [`QUAD_MIN_MERGES`] merges (over all trees of a batch) run a quad of
@@ -23,9 +23,9 @@ use crate::tree::MerkleTree;
 use crate::{MerkleBackend, check_batch, check_rows, leaves_per_tree, tree_rows};
 
 /// Levels with at least this many merges run a quad of lanes per merge (`merkle_merge_level`);
-/// smaller ones 16 lanes per merge (measured on an H100: 2^16 leaves 1.023 -> 0.917 ms against
-/// a threshold of 2^16).
-const QUAD_MIN_MERGES: u64 = 1 << 12;
+/// smaller ones 16 lanes per merge. Measured on an H100 per level: 2^12 merges take 61 µs on
+/// quads (their latency floor) and 41 µs on half warps, 2^13 merges 61 µs against 74 µs.
+const QUAD_MIN_MERGES: u64 = 1 << 13;
 
 /// Lanes per merge of `merkle_merge_level` (and per row of `merkle_hash_rows`), and their
 /// block size (256 measured against 128 on an H100: 2^20 leaves 8.14 -> 7.92 ms).
