@@ -15,10 +15,12 @@
 //!
 //! # Pipeline
 //!
-//! Per chunk of ciphertexts: one upload, then key switch (for `KS_PBS`), modulus switch, blind
-//! rotation, sample extraction, each one launch on one stream, then one download. No round
-//! trip to the host between the stages. Chunks are sized from the free device memory (and
-//! [`Cuda::with_max_chunk`]).
+//! Per chunk of a batch (up to 4,096 ciphertexts; fewer when the free device memory or
+//! [`Cuda::with_max_chunk`] asks for it): one upload, then key switch (for `KS_PBS`), modulus
+//! switch, blind rotation, sample extraction, each one launch on one stream, then one
+//! download. No round trip to the host between the stages. The copies go through page-locked
+//! buffers and are queued like the kernels, so the host stages the next chunk and unpacks the
+//! previous one while the GPU works on this one.
 //!
 //! # FFT and key switch on the device
 //!
@@ -99,9 +101,10 @@ const KS_CHUNK: u32 = 16;
 /// (`FHE_AMORTIZED_MAX_THREADS`, so that its registers do not spill); it wants
 /// `(k + 1) N/2 / 16`, one per FFT task, and loops over the tasks beyond.
 const AMORTIZED_MAX_THREADS: u32 = 128;
-/// Words of the page-locked staging buffer for ciphertext transfers (64 MiB; more when one
-/// ciphertext needs it).
-const STAGING_WORDS: usize = 1 << 23;
+/// Ciphertexts per chunk of a batch (see [`Cuda::run`]): enough blocks to keep the amortized
+/// blind rotation's waves full, few enough that a batch of 16,384 overlaps host work and
+/// transfers with three quarters of its kernels.
+const CHUNK_CIPHERTEXTS: usize = 4096;
 /// A null `double2*` kernel argument.
 const NULL_DEVICE_POINTER: u64 = 0;
 /// log2 of the values per FFT task of the amortized kernel (`FHE_AMORTIZED_LOG_E`).
@@ -220,7 +223,14 @@ pub struct Cuda {
     max_chunk: usize,
     /// Page-locked staging for ciphertext transfers (allocated at the first batch, shared by
     /// the engines made from one upload).
-    staging: Arc<Mutex<Option<PinnedBuffer<u64>>>>,
+    staging: Arc<Mutex<Staging>>,
+}
+
+/// The page-locked buffers of [`Cuda::run`], one chunk of inputs and one of outputs.
+#[derive(Debug, Default)]
+struct Staging {
+    inputs: Option<PinnedBuffer<u64>>,
+    outputs: Option<PinnedBuffer<u64>>,
 }
 
 /// The device-side representation of the `N` words of an element-wise stage.
@@ -367,7 +377,7 @@ impl Cuda {
             kernels,
             engine,
             max_chunk: usize::MAX,
-            staging: Arc::new(Mutex::new(None)),
+            staging: Arc::new(Mutex::new(Staging::default())),
         })
     }
 
@@ -578,7 +588,25 @@ impl Cuda {
         }
     }
 
-    /// Runs `pipeline` on every ciphertext, chunk by chunk; returns each output's words.
+    /// Words of each output of `pipeline`.
+    fn output_width(&self, pipeline: Pipeline) -> usize {
+        match pipeline {
+            Pipeline::Keyswitch => self.params.lwe_dimension().0 + 1,
+            Pipeline::Bootstrap | Pipeline::KeyswitchBootstrap => {
+                self.params.big_lwe_dimension().0 + 1
+            }
+            Pipeline::BlindRotate => {
+                (self.params.glwe_dimension().0 + 1) * self.params.polynomial_size().0
+            }
+        }
+    }
+
+    /// Runs `pipeline` on every ciphertext; returns each output's words.
+    ///
+    /// The batch goes through in chunks of at most [`CHUNK_CIPHERTEXTS`] (fewer when the free
+    /// device memory or [`Cuda::with_max_chunk`] says so), all queued on the one stream:
+    /// while the GPU works on chunk `i`, the host unpacks the outputs of chunk `i - 1` and
+    /// stages the inputs of chunk `i + 1`, through one page-locked buffer each way.
     fn run(
         &self,
         ciphertexts: &[LweCiphertext],
@@ -595,111 +623,75 @@ impl Cuda {
         };
         let free = self.gpu.free_memory()?;
         let fitting = (free / 100 * CHUNK_MEMORY_PERCENT / self.bytes_per_ciphertext()).max(1);
-        let chunk = fitting.min(self.max_chunk);
+        let most = fitting.min(self.max_chunk).min(CHUNK_CIPHERTEXTS);
+        // Chunks of even size: a remainder of a few ciphertexts would cost a whole launch.
+        let chunk = ciphertexts.len().div_ceil(ciphertexts.len().div_ceil(most));
+        let in_width = ciphertexts[0].as_slice().len();
+        let out_width = self.output_width(pipeline);
+
+        let mut staging = self
+            .staging
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Staging { inputs, outputs } = &mut *staging;
+        let inputs = pinned(&self.gpu, inputs, chunk * in_width)?;
+        let outputs = pinned(&self.gpu, outputs, chunk * out_width)?;
         let mut out = Vec::with_capacity(ciphertexts.len());
+        // Stream order: upload i, download i - 1, kernels i. The host fills the input buffer
+        // (once upload i - 1 has left it) and reads the output buffer (once download i - 1
+        // has landed) while the kernels of chunk i run.
+        let mut previous: Option<DeviceBuffer<u64>> = None;
         for part in ciphertexts.chunks(chunk) {
-            out.extend(self.run_chunk(part, lut_buffer.as_ref(), pipeline)?);
+            let words = &mut inputs.as_mut_slice()?[..part.len() * in_width];
+            words
+                .par_chunks_mut(in_width)
+                .zip(part.par_iter())
+                .for_each(|(dst, ct)| dst.copy_from_slice(ct.as_slice()));
+            let mut input = self.gpu.alloc_zeroed::<u64>(words.len())?;
+            input.copy_from_pinned_async(0, inputs, part.len() * in_width)?;
+            let downloaded = match previous.take() {
+                Some(result) => {
+                    result.copy_to_pinned_async(result.len(), outputs)?;
+                    result.len()
+                }
+                None => 0,
+            };
+            previous =
+                Some(self.launch_pipeline(input, part.len(), lut_buffer.as_ref(), pipeline)?);
+            unpack(outputs, downloaded, out_width, &mut out)?;
+        }
+        if let Some(last) = previous {
+            last.copy_to_pinned_async(last.len(), outputs)?;
+            unpack(outputs, last.len(), out_width, &mut out)?;
         }
         Ok(out)
     }
 
-    /// One upload, the launches of `pipeline`, one download.
-    fn run_chunk(
+    /// Queues the launches of `pipeline` on `count` ciphertexts in `input`; returns the
+    /// device buffer of their outputs.
+    fn launch_pipeline(
         &self,
-        ciphertexts: &[LweCiphertext],
+        input: DeviceBuffer<u64>,
+        count: usize,
         lut: Option<&DeviceBuffer<u64>>,
         pipeline: Pipeline,
-    ) -> Result<Vec<Vec<u64>>, Error> {
-        let count = ciphertexts.len();
-        let input = self.upload_ciphertexts(ciphertexts)?;
+    ) -> Result<DeviceBuffer<u64>, Error> {
         let small = if pipeline.keyswitches() {
             self.keyswitch_device(&input, count)?
         } else {
             input
         };
-        let (result, out_width) = match (pipeline.rotates(), lut) {
+        match (pipeline.rotates(), lut) {
             (true, Some(lut)) => {
                 let glwe = self.blind_rotate_device(&small, lut, count)?;
                 if pipeline == Pipeline::BlindRotate {
-                    let width =
-                        (self.params.glwe_dimension().0 + 1) * self.params.polynomial_size().0;
-                    (glwe, width)
+                    Ok(glwe)
                 } else {
-                    let extracted = self.sample_extract_device(&glwe, count)?;
-                    (extracted, self.params.big_lwe_dimension().0 + 1)
+                    self.sample_extract_device(&glwe, count)
                 }
             }
-            _ => (small, self.params.lwe_dimension().0 + 1),
-        };
-        self.download_words(&result, out_width)
-    }
-
-    /// Runs `transfer` with the page-locked staging buffer (at least `min_words` long).
-    /// Fresh pageable memory costs a page fault per 4 KiB at first touch, which made up most
-    /// of a large batch's host time; the staging buffer is touched once and reused.
-    fn with_staging<T>(
-        &self,
-        min_words: usize,
-        transfer: impl FnOnce(&mut PinnedBuffer<u64>) -> Result<T, Error>,
-    ) -> Result<T, Error> {
-        let mut staging = self
-            .staging
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let words = STAGING_WORDS.max(min_words);
-        let buffer = match staging.take() {
-            Some(buffer) if buffer.len() >= words => buffer,
-            _ => self.gpu.alloc_pinned(words)?,
-        };
-        transfer(staging.insert(buffer))
-    }
-
-    /// The ciphertexts' words back to back on the device, copied through the staging buffer
-    /// in pieces of whole ciphertexts (filled by all cores).
-    fn upload_ciphertexts(
-        &self,
-        ciphertexts: &[LweCiphertext],
-    ) -> Result<DeviceBuffer<u64>, Error> {
-        let width = ciphertexts.first().map_or(0, |c| c.as_slice().len());
-        let mut device = self.gpu.alloc_zeroed::<u64>(ciphertexts.len() * width)?;
-        if width == 0 {
-            return Ok(device);
+            _ => Ok(small),
         }
-        self.with_staging(width, |staging| {
-            let per_piece = staging.len() / width;
-            for (p, piece) in ciphertexts.chunks(per_piece).enumerate() {
-                let words = &mut staging.as_mut_slice()?[..piece.len() * width];
-                words
-                    .par_chunks_mut(width)
-                    .zip(piece.par_iter())
-                    .for_each(|(dst, ct)| dst.copy_from_slice(ct.as_slice()));
-                device.copy_from_host_at(p * per_piece * width, words)?;
-            }
-            Ok(device)
-        })
-    }
-
-    /// `device` split into vectors of `width` words, copied through the staging buffer.
-    fn download_words(
-        &self,
-        device: &DeviceBuffer<u64>,
-        width: usize,
-    ) -> Result<Vec<Vec<u64>>, Error> {
-        let total = device.len();
-        let mut out = Vec::with_capacity(total / width.max(1));
-        if width == 0 {
-            return Ok(out);
-        }
-        self.with_staging(width, |staging| {
-            let per_piece = staging.len() / width * width;
-            for offset in (0..total).step_by(per_piece) {
-                let len = per_piece.min(total - offset);
-                let words = &mut staging.as_mut_slice()?[..len];
-                device.copy_range_to_host(offset, words)?;
-                out.par_extend(words.par_chunks(width).map(<[u64]>::to_vec));
-            }
-            Ok(out)
-        })
     }
 
     /// Key switch of `count` big-key ciphertexts on the device.
@@ -890,6 +882,32 @@ impl Cuda {
         }
         Ok(lwe)
     }
+}
+
+/// The page-locked buffer in `slot`, at least `words` long (allocated or grown on demand).
+fn pinned<'a>(
+    gpu: &Gpu,
+    slot: &'a mut Option<PinnedBuffer<u64>>,
+    words: usize,
+) -> Result<&'a mut PinnedBuffer<u64>, Error> {
+    let buffer = match slot.take() {
+        Some(buffer) if buffer.len() >= words => buffer,
+        _ => gpu.alloc_pinned(words)?,
+    };
+    Ok(slot.insert(buffer))
+}
+
+/// Appends the first `len` words of `outputs` (once their copy has landed) to `out`, as
+/// vectors of `width` words.
+fn unpack(
+    outputs: &PinnedBuffer<u64>,
+    len: usize,
+    width: usize,
+    out: &mut Vec<Vec<u64>>,
+) -> Result<(), Error> {
+    let words = &outputs.as_slice()?[..len];
+    out.par_extend(words.par_chunks(width).map(<[u64]>::to_vec));
+    Ok(())
 }
 
 /// The fhe_pbs module compiled for one parameter set: the source with `FHE_K1`, `FHE_N` and

@@ -2,7 +2,8 @@
 
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{
-    CudaEvent, CudaSlice, DevicePtr, DeviceRepr, PinnedHostSlice, ValidAsZeroBits, result,
+    CudaEvent, CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr, PinnedHostSlice, ValidAsZeroBits,
+    result,
 };
 
 use crate::error::{GpuError, Result};
@@ -90,15 +91,17 @@ fn check_fits(len: usize, capacity: usize) -> Result<()> {
 
 /// `len` elements of `T` in page-locked host memory, which the GPU copies to and from at full
 /// bus speed and asynchronously. Made by [`crate::Gpu::alloc_pinned`]; filled from the device
-/// by [`DeviceBuffer::copy_to_pinned_async`].
+/// by [`DeviceBuffer::copy_to_pinned_async`], copied to it by
+/// [`DeviceBuffer::copy_from_pinned_async`].
 ///
 /// Page-locked memory is a scarce system resource and slow to allocate: keep such buffers
 /// for staging and reuse them.
 #[derive(Debug)]
 pub struct PinnedBuffer<T> {
     slice: PinnedHostSlice<T>,
-    /// Recorded after the last copy queued into the buffer. (cudarc records its own event for
-    /// pinned memory only when a context uses several streams, so this handle keeps one.)
+    /// Recorded after the last copy queued into or out of the buffer. (cudarc records its own
+    /// event for pinned memory only when a context uses several streams, so this handle keeps
+    /// one.)
     copied: Option<CudaEvent>,
 }
 
@@ -110,7 +113,7 @@ impl<T: DeviceRepr + ValidAsZeroBits> PinnedBuffer<T> {
         }
     }
 
-    /// Waits for the copies queued into the buffer.
+    /// Waits for the copies queued into or out of the buffer.
     fn wait(&self) -> Result<()> {
         if let Some(event) = &self.copied {
             event.synchronize()?;
@@ -134,7 +137,8 @@ impl<T: DeviceRepr + ValidAsZeroBits> PinnedBuffer<T> {
         Ok(self.slice.as_slice()?)
     }
 
-    /// The contents for writing, once every copy queued into the buffer has finished.
+    /// The contents for writing, once every copy queued into or out of the buffer has
+    /// finished.
     pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
         self.wait()?;
         Ok(self.slice.as_mut_slice()?)
@@ -170,6 +174,33 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         unsafe { result::memcpy_dtoh_async(host, src, stream.cu_stream()) }?;
         drop(record);
         dst.copied = Some(stream.record_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))?);
+        Ok(())
+    }
+
+    /// Queues a copy of the first `len` elements of `src` into the buffer from element
+    /// `offset` on and returns at once; [`PinnedBuffer::as_mut_slice`] waits for it before
+    /// `src` can be written again. Kernels queued later on the same GPU handle see the data.
+    pub fn copy_from_pinned_async(
+        &mut self,
+        offset: usize,
+        src: &mut PinnedBuffer<T>,
+        len: usize,
+    ) -> Result<()>
+    where
+        T: ValidAsZeroBits,
+    {
+        check_fits(offset.saturating_add(len), self.len())?;
+        check_fits(len, src.len())?;
+        let stream = self.slice.stream().clone();
+        let host = &src.as_slice()?[..len];
+        let mut range = self.slice.slice_mut(offset..offset + len);
+        let (dst, record) = range.device_ptr_mut(&stream);
+        // SAFETY: `host` is `len` elements of page-locked memory owned by `src`, which waits
+        // for this copy's event before any write or free; `dst` is a range of `len` elements
+        // of this buffer; the copy is ordered on the stream that owns this buffer.
+        unsafe { result::memcpy_htod_async(dst, host, stream.cu_stream()) }?;
+        drop(record);
+        src.copied = Some(stream.record_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))?);
         Ok(())
     }
 }

@@ -63,6 +63,24 @@ fn buffers_round_trip_and_oversized_allocations_fail_cleanly() {
         Err(GpuError::BufferTooSmall { .. })
     ));
 
+    // Back up from page-locked memory, at an offset, then the source is rewritten at once:
+    // as_mut_slice must wait for the queued copy.
+    let mut target = gpu.alloc_zeroed::<u64>(1003).unwrap();
+    target.copy_from_pinned_async(3, &mut pinned, 999).unwrap();
+    pinned.as_mut_slice().unwrap().fill(7);
+    let back = target.to_host().unwrap();
+    assert_eq!(back[..3], [0, 0, 0]);
+    assert_eq!(back[3..1002], data[..999]);
+    assert_eq!(back[1002], 0);
+    assert!(matches!(
+        target.copy_from_pinned_async(5, &mut pinned, 999),
+        Err(GpuError::BufferTooSmall { .. })
+    ));
+    assert!(matches!(
+        target.copy_from_pinned_async(0, &mut pinned, 1001),
+        Err(GpuError::BufferTooSmall { .. })
+    ));
+
     let total = gpu.info().total_memory;
     match gpu.alloc_zeroed::<u8>(total + 1) {
         Err(GpuError::OutOfMemory { requested, free }) => assert!(requested > free),
