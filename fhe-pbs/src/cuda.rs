@@ -97,6 +97,17 @@ const KS_TILE_SMALL: u32 = 8;
 const KS_TILE_LARGE: u32 = 32;
 /// Input coefficients whose digits a key-switch block stages at once (`KS_CHUNK`).
 const KS_CHUNK: u32 = 16;
+/// Batches of at least this many ciphertexts key-switch on the tensor cores, where the
+/// parameters allow it (see [`tensor_keyswitch`]).
+const KS_TENSOR_MIN_COUNT: usize = 64;
+/// Ciphertexts per block of the tensor-core key switch (`KSM_M` in fhe_pbs.cu).
+const KSM_CIPHERTEXTS: usize = 128;
+/// Key columns per block of it (`KSM_N`): 16 output words of 8 bytes.
+const KSM_COLUMNS: usize = 128;
+/// Key rows per shared-memory stage of it (`KSM_K`).
+const KSM_ROWS: usize = 64;
+/// Threads per block of it (`KSM_THREADS`).
+const KSM_THREADS: u32 = 256;
 /// At most this many threads per block of the amortized blind rotation
 /// (`FHE_AMORTIZED_MAX_THREADS`, so that its registers do not spill); it wants
 /// `(k + 1) N/2 / 16`, one per FFT task, and loops over the tasks beyond.
@@ -155,6 +166,9 @@ struct DeviceKeys {
     bsk: DeviceBuffer<f64>,
     /// The key-switching key, as [`crate::KeyswitchKey::as_slice`].
     ksk: DeviceBuffer<u64>,
+    /// The same key split into bytes for the tensor-core key switch ([`keyswitch_key_bytes`]),
+    /// when it runs.
+    ksk_bytes: Option<DeviceBuffer<u8>>,
     /// `w^j`, `j < N/2` (the untwist is `conj(w^j) / (N/2)`, computed from it exactly).
     twist: DeviceBuffer<f64>,
     /// `exp(-2 pi i t / (N/2))`, `t < N/4` (the amortized kernel).
@@ -184,6 +198,9 @@ struct Kernels {
     keyswitch_small: Kernel,
     /// The key switch with 32 ciphertexts per block (batches), when its shared memory fits.
     keyswitch_large: Option<Kernel>,
+    /// The key switch of batches on the int8 tensor cores, when the device and parameters
+    /// allow it.
+    keyswitch_tensor: Option<TensorKeyswitch>,
     modulus_switch: Kernel,
     decompose: Kernel,
     sample_extract: Kernel,
@@ -193,6 +210,15 @@ struct Kernels {
     amortized_layout: AmortizedLayout,
     /// The cluster kernel for this `k`, when the device and parameters allow it.
     cluster: Option<Kernel>,
+}
+
+/// The kernels of the tensor-core key switch.
+#[derive(Debug, Clone)]
+struct TensorKeyswitch {
+    /// `fhe_keyswitch_digits`: the digits as an int8 matrix.
+    digits: Kernel,
+    /// `fhe_keyswitch_mma`: digits times key bytes, combined into the output words.
+    product: Kernel,
 }
 
 /// The CUDA backend on one GPU: both keys resident in device memory, one [`Engine`].
@@ -363,9 +389,15 @@ impl Cuda {
         let kernels = Self::load_kernels(&gpu, &params)?;
         let fourier = FourierBootstrapKey::new(keys.bootstrap_key())?;
         let (twist, twiddles) = fft_tables(n);
+        let ksk = keys.keyswitch_key().as_slice();
+        let ksk_bytes = match kernels.keyswitch_tensor {
+            Some(_) => Some(gpu.upload(&keyswitch_key_bytes(ksk, params.lwe_dimension().0 + 1))?),
+            None => None,
+        };
         let device_keys = DeviceKeys {
             bsk: gpu.upload(&bit_reversed_pairs(&fourier, n / 2))?,
-            ksk: gpu.upload(keys.keyswitch_key().as_slice())?,
+            ksk: gpu.upload(ksk)?,
+            ksk_bytes,
             twist: gpu.upload(&twist)?,
             twiddles_staged: gpu.upload(&staged_twiddles(&twiddles, n))?,
             twiddles: gpu.upload(&twiddles)?,
@@ -408,6 +440,15 @@ impl Cuda {
             .allow_shared_bytes(to_u32(keyswitch_shared_bytes(params, KS_TILE_LARGE)))
             .ok()
             .map(|()| keyswitch_large);
+        let keyswitch_tensor =
+            if gpu.info().compute_capability.major >= 8 && tensor_keyswitch(params) {
+                Some(TensorKeyswitch {
+                    digits: load("fhe_keyswitch_digits")?,
+                    product: load("fhe_keyswitch_mma")?,
+                })
+            } else {
+                None
+            };
         let suffix = format!("k{k1}_n{n}_l{levels}_b{base_log}");
         let amortized = load(&format!("fhe_blind_rotate_amortized_{suffix}"))?;
         let amortized_shared = load(&format!("fhe_blind_rotate_amortized_shared_{suffix}"))?;
@@ -449,6 +490,7 @@ impl Cuda {
         Ok(Kernels {
             keyswitch_small,
             keyswitch_large,
+            keyswitch_tensor,
             modulus_switch: load("fhe_modulus_switch")?,
             decompose: load("fhe_decompose")?,
             sample_extract: load("fhe_sample_extract")?,
@@ -573,7 +615,8 @@ impl Cuda {
         let big = self.params.big_lwe_dimension().0 + 1;
         let small = self.params.lwe_dimension().0 + 1;
         let glwe = (self.params.glwe_dimension().0 + 1) * self.params.polynomial_size().0;
-        8 * (2 * big + small + glwe) + 4 * small + 16 * self.global_digit_slots()
+        let keyswitch_digits = keyswitch_rows(&self.params);
+        8 * (2 * big + small + glwe) + 4 * small + 16 * self.global_digit_slots() + keyswitch_digits
     }
 
     /// Complex values of device scratch per ciphertext for the amortized kernel's digit
@@ -703,6 +746,14 @@ impl Cuda {
         let shape = shape_of(&self.params);
         let out_width = self.params.lwe_dimension().0 + 1;
         let mut output = self.gpu.alloc_zeroed::<u64>(count * out_width)?;
+        if count >= KS_TENSOR_MIN_COUNT {
+            if let (Some(tensor), Some(key_bytes)) =
+                (&self.kernels.keyswitch_tensor, &self.keys.ksk_bytes)
+            {
+                self.keyswitch_on_tensor_cores(tensor, key_bytes, input, &mut output, count)?;
+                return Ok(output);
+            }
+        }
         let in_dim = self.params.big_lwe_dimension().0 as u32;
         let word_blocks = to_u32(out_width).div_ceil(KS_THREADS);
         let (kernel, tile) = match &self.kernels.keyswitch_large {
@@ -744,6 +795,68 @@ impl Cuda {
                 .run()?;
         }
         Ok(output)
+    }
+
+    /// The key switch of `count` ciphertexts in `input` into the zeroed `output` on the
+    /// tensor cores: digits, then their product with the key bytes.
+    fn keyswitch_on_tensor_cores(
+        &self,
+        tensor: &TensorKeyswitch,
+        key_bytes: &DeviceBuffer<u8>,
+        input: &DeviceBuffer<u64>,
+        output: &mut DeviceBuffer<u64>,
+        count: usize,
+    ) -> Result<(), Error> {
+        let shape = shape_of(&self.params);
+        let rows = keyswitch_rows(&self.params);
+        let in_dim = self.params.big_lwe_dimension().0;
+        let out_width = self.params.lwe_dimension().0 + 1;
+        let padded_count = count.next_multiple_of(KSM_CIPHERTEXTS);
+        let mut digits = self.gpu.alloc_zeroed::<i8>(padded_count * rows)?;
+        let count_u32 = to_u32(count);
+        // SAFETY: the arguments match `fhe_keyswitch_digits(FheShape, const u64*, signed
+        // char*, u32)`; `input` holds `count` ciphertexts of kN + 1 words and `digits` at least
+        // count kN l bytes, the bounds of the kernel's grid-stride loop.
+        unsafe {
+            self.gpu
+                .launch(
+                    &tensor.digits,
+                    Grid::cover((count * in_dim) as u64, ELEMENTWISE_THREADS),
+                )
+                .value(&shape)
+                .buffer(input)
+                .buffer_mut(&mut digits)
+                .value(&count_u32)
+                .run()?;
+        }
+        let column_blocks = to_u32(key_bytes.len() / rows / KSM_COLUMNS);
+        let grid = Grid {
+            blocks: column_blocks * to_u32(padded_count / KSM_CIPHERTEXTS),
+            threads: KSM_THREADS,
+            shared_bytes: 0,
+        };
+        let (in_dim, out_width, rows) = (to_u32(in_dim), to_u32(out_width), to_u32(rows));
+        // SAFETY: the arguments match `fhe_keyswitch_mma(const signed char*, const unsigned
+        // char*, const u64*, u64*, u32, u32, u32, u32, u32)`; `digits` holds `padded_count`
+        // rows and `key_bytes` `column_blocks` KSM_N columns of `rows` bytes (a multiple of
+        // KSM_K, checked by `tensor_keyswitch`), which the grid's tiles cover exactly; the
+        // kernel reads body words of `input` and writes `output` words only for ciphertexts
+        // below `count` and words below `out_width`.
+        unsafe {
+            self.gpu
+                .launch(&tensor.product, grid)
+                .buffer(&digits)
+                .buffer(key_bytes)
+                .buffer(input)
+                .buffer_mut(output)
+                .value(&count_u32)
+                .value(&in_dim)
+                .value(&out_width)
+                .value(&rows)
+                .value(&column_blocks)
+                .run()?;
+        }
+        Ok(())
     }
 
     /// Modulus switch, blind rotation; returns the `count` GLWE accumulators.
@@ -942,6 +1055,43 @@ fn keyswitch_shared_bytes(params: &Parameters, tile: u32) -> usize {
     let ks_levels = params.ks_decomposition().level_count.0;
     let digit_bytes = if narrow_keyswitch(params) { 4 } else { 8 };
     KS_CHUNK as usize * ks_levels * tile as usize * digit_bytes
+}
+
+/// Key-switching key rows: `k N l`, one per input coefficient and level.
+fn keyswitch_rows(params: &Parameters) -> usize {
+    params.big_lwe_dimension().0 * params.ks_decomposition().level_count.0
+}
+
+/// Whether batches can key-switch on the int8 tensor cores (`fhe_keyswitch_mma`): digits of a
+/// base log `b <= 7` fit an int8 (`|d| <= 2^(b-1)`), every inner sum over the key rows of
+/// digit times key byte (each at most `2^(b-1) 255`) fits an int32, and the rows fill whole
+/// shared-memory stages.
+fn tensor_keyswitch(params: &Parameters) -> bool {
+    let base_log = params.ks_decomposition().base_log.0;
+    let rows = keyswitch_rows(params);
+    (1..=7).contains(&base_log) && (rows << (base_log - 1)) * 255 < 1 << 31 && rows % KSM_ROWS == 0
+}
+
+/// The key-switching key `ksk` (rows of `out_width` words) split into bytes for the
+/// tensor-core key switch: byte `t` of row `f`'s word `w` at `(8 w + t) rows + f`, so each of
+/// the `8 out_width` columns holds its rows contiguously; zero columns pad the words to whole
+/// blocks of `KSM_COLUMNS / 8`.
+fn keyswitch_key_bytes(ksk: &[u64], out_width: usize) -> Vec<u8> {
+    let rows = ksk.len() / out_width;
+    let words = out_width.next_multiple_of(KSM_COLUMNS / 8);
+    let mut bytes = vec![0u8; words * 8 * rows];
+    bytes
+        .par_chunks_mut(8 * rows)
+        .take(out_width)
+        .enumerate()
+        .for_each(|(w, columns)| {
+            for f in 0..rows {
+                for (t, byte) in ksk[f * out_width + w].to_le_bytes().into_iter().enumerate() {
+                    columns[t * rows + f] = byte;
+                }
+            }
+        });
+    bytes
 }
 
 /// Whether the key switch runs its narrow kernels (`fhe_keyswitch_narrow_t*`): digits of a

@@ -100,7 +100,9 @@ fn keyswitch_is_bit_exact() {
                 s.name
             );
         }
-        for size in [3usize, 9, 37] {
+        // Below and above the tensor-core key switch's threshold (64), with partial tiles of
+        // 128 ciphertexts.
+        for size in [3usize, 9, 37, 64, 130, 300] {
             let inputs: Vec<LweCiphertext> = (0..size).map(|_| random_lwe(&mut rng, big)).collect();
             let got = s.gpu.keyswitch_batch(&inputs).unwrap();
             assert_eq!(got.len(), size);

@@ -257,6 +257,167 @@ FHE_DEFINE_KEYSWITCH(fhe_keyswitch_narrow_t8, 8, true)
 FHE_DEFINE_KEYSWITCH(fhe_keyswitch_narrow_t32, 32, true)
 
 // ---------------------------------------------------------------------------------------
+// Key switch of batches on the int8 tensor cores: the sum over key rows f = i l + j of
+// d_f KSK(f) is a matrix product of the digits D (ciphertexts x rows, |d| <= 2^(b-1) fits an
+// int8 when b <= 7) with the key. Split into its eight bytes, KSK(f)[w] = sum_t 2^(8t)
+// K_t(f)[w], each byte a u8, so sum_f d_f KSK(f)[w] = sum_t 2^(8t) (sum_f d_f K_t(f)[w]),
+// whose inner sums are exact int32s while rows 2^(b-1) 255 < 2^31 (the host checks). One
+// product D x K' with K' = [w][t] columns (word-major, the 8 bytes of a word adjacent) gives
+// every inner sum; each 8-column tile of it is one output word, combined mod 2^64 across the
+// four lanes that hold its columns.
+//
+// fhe_keyswitch_digits writes D as int8 rows of `rows` bytes (the same digit order as the
+// key's rows); fhe_keyswitch_mma multiplies tiles of KSM_M ciphertexts by KSM_N key columns
+// (KSM_N / 8 words) over all rows, KSM_K rows at a time double-buffered in shared memory,
+// with mma.sync m16n8k32 (s8 x u8 -> s32). Eight warps, each a 64 x 32 tile: four m16 by four
+// n8 fragments. D's row count is padded to KSM_M and K' to KSM_N columns, both with zeros.
+
+#define KSM_M 128
+#define KSM_N 128
+#define KSM_K 64
+#define KSM_THREADS 256
+// Bytes per tile row in shared memory: KSM_K plus 16, so that the eight rows one fragment
+// load touches fall on distinct banks.
+#define KSM_STRIDE (KSM_K + 16)
+
+// D[ct][i l + j] = digit j of input coefficient i of ciphertext ct, for ct < count.
+extern "C" __global__ void fhe_keyswitch_digits(const FheShape s, const u64 *__restrict__ input,
+                                                signed char *__restrict__ digits, u32 count) {
+    const u32 in_dim = s.glwe_dimension * s.polynomial_size;
+    const u32 levels = s.ks_level_count;
+    const u32 b = s.ks_base_log;
+    const u32 dropped = 64 - b * levels;
+    const u64 total = (u64)count * in_dim;
+    for (u64 idx = global_thread_index(); idx < total; idx += grid_thread_count()) {
+        const u64 ct = idx / in_dim;
+        const u32 i = (u32)(idx % in_dim);
+        u64 state = decomposition_state(input[ct * (in_dim + 1) + i], dropped);
+        signed char *out = digits + ct * in_dim * levels + (u64)i * levels;
+        for (u32 j = levels; j-- > 0;) out[j] = (signed char)next_digit(state, b);
+    }
+}
+
+// cp.async and the int8 mma need sm_80; the host loads these kernels only there.
+__device__ __forceinline__ void cp_async_16(void *shared, const void *global) {
+#if __CUDA_ARCH__ >= 800
+    const u32 address = (u32)__cvta_generic_to_shared(shared);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(address), "l"(global));
+#endif
+}
+
+// c += a b for an m16n8k32 tile: a the signed digits, b the key bytes.
+__device__ __forceinline__ void mma_s8_u8(int *c, const u32 *a, const u32 *b) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile(
+        "mma.sync.aligned.m16n8k32.row.col.s32.s8.u8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};"
+        : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
+// Grid: column_blocks (K' columns / KSM_N) times padded ciphertexts / KSM_M blocks, those of
+// one ciphertext tile consecutive. `rows` = k N l, a multiple of KSM_K; `key_bytes` holds K'
+// as [column][row] bytes.
+extern "C" __global__ void __launch_bounds__(KSM_THREADS)
+    fhe_keyswitch_mma(const signed char *__restrict__ digits,
+                      const unsigned char *__restrict__ key_bytes,
+                      const u64 *__restrict__ input, u64 *__restrict__ output, u32 count,
+                      u32 in_dim, u32 out_width, u32 rows, u32 column_blocks) {
+    __shared__ __align__(16) unsigned char a_tile[2][KSM_M * KSM_STRIDE];
+    __shared__ __align__(16) unsigned char b_tile[2][KSM_N * KSM_STRIDE];
+    const u32 m0 = blockIdx.x / column_blocks * KSM_M;
+    const u32 n0 = blockIdx.x % column_blocks * KSM_N;
+    const u32 warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const u32 g = lane / 4, t = lane % 4;  // the fragment layouts' group and thread in group
+    const u32 warp_m = (warp % 2) * 64, warp_n = (warp / 2) * 32;
+
+    // One stage: KSM_K rows of the block's KSM_M digit rows and KSM_N key columns, 16 bytes
+    // per copy.
+    auto load = [&](u32 stage, u32 row0) {
+        for (u32 c = threadIdx.x; c < KSM_M * KSM_K / 16; c += KSM_THREADS) {
+            const u32 r = c / (KSM_K / 16), part = (c % (KSM_K / 16)) * 16;
+            cp_async_16(&a_tile[stage][r * KSM_STRIDE + part],
+                        digits + (u64)(m0 + r) * rows + row0 + part);
+            cp_async_16(&b_tile[stage][r * KSM_STRIDE + part],
+                        key_bytes + (u64)(n0 + r) * rows + row0 + part);
+        }
+#if __CUDA_ARCH__ >= 800
+        asm volatile("cp.async.commit_group;");
+#endif
+    };
+
+    int acc[4][4][4];
+#pragma unroll
+    for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[mt][nt][e] = 0;
+
+    const u32 stages = rows / KSM_K;
+    load(0, 0);
+    for (u32 st = 0; st < stages; st++) {
+#if __CUDA_ARCH__ >= 800
+        if (st + 1 < stages) {
+            load((st + 1) % 2, (st + 1) * KSM_K);
+            asm volatile("cp.async.wait_group 1;");
+        } else {
+            asm volatile("cp.async.wait_group 0;");
+        }
+#endif
+        __syncthreads();
+        const unsigned char *a = a_tile[st % 2];
+        const unsigned char *b = b_tile[st % 2];
+#pragma unroll
+        for (u32 kk = 0; kk < KSM_K; kk += 32) {
+            u32 af[4][4], bf[4][2];
+#pragma unroll
+            for (int mt = 0; mt < 4; mt++) {
+                const unsigned char *row = a + (warp_m + mt * 16 + g) * KSM_STRIDE + kk + 4 * t;
+                af[mt][0] = *(const u32 *)row;
+                af[mt][1] = *(const u32 *)(row + 8 * KSM_STRIDE);
+                af[mt][2] = *(const u32 *)(row + 16);
+                af[mt][3] = *(const u32 *)(row + 8 * KSM_STRIDE + 16);
+            }
+#pragma unroll
+            for (int nt = 0; nt < 4; nt++) {
+                const unsigned char *col = b + (warp_n + nt * 8 + g) * KSM_STRIDE + kk + 4 * t;
+                bf[nt][0] = *(const u32 *)col;
+                bf[nt][1] = *(const u32 *)(col + 16);
+            }
+#pragma unroll
+            for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+                for (int nt = 0; nt < 4; nt++) mma_s8_u8(acc[mt][nt], af[mt], bf[nt]);
+        }
+        __syncthreads();  // the next load overwrites this stage
+    }
+
+    // Lane t holds bytes 2t and 2t + 1 of its word for rows g and g + 8 of each fragment.
+#pragma unroll
+    for (int mt = 0; mt < 4; mt++) {
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++) {
+            const u32 w = (n0 + warp_n + nt * 8) / 8;
+#pragma unroll
+            for (int half = 0; half < 2; half++) {
+                u64 sum = ((u64)(i64)acc[mt][nt][2 * half] << (16 * t)) +
+                          ((u64)(i64)acc[mt][nt][2 * half + 1] << (16 * t + 8));
+                sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+                sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+                const u32 ct = m0 + warp_m + mt * 16 + g + 8 * half;
+                if (t == 0 && ct < count && w < out_width) {
+                    u64 v = 0ull - sum;
+                    if (w == out_width - 1) v += input[(u64)ct * (in_dim + 1) + in_dim];
+                    output[(u64)ct * out_width + w] = v;
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // Complex f64 arithmetic and the shared-memory FFTs.
 
 __device__ __forceinline__ double2 cadd(double2 a, double2 b) {
