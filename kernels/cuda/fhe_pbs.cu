@@ -987,8 +987,8 @@ FHE_DEFINE_AMORTIZED(FHE_KERNEL_NAME(fhe_blind_rotate_amortized_shared), true)
 // ---------------------------------------------------------------------------------------
 // Blind rotation, low latency (Hopper, sm_90+): one bootstrap per thread-block cluster of K1
 // blocks; block `rank` owns accumulator polynomial `rank` (in its shared memory) and output
-// column `rank` of the external product. FFT passes of 4 values per task (LOG_E = 2: M/4
-// threads, at most 512, for parallelism). Each block keeps, per parity, K1 digit slots of l
+// column `rank` of the external product. FFT passes of 8 values per task (LOG_E = 3: M/8
+// threads, at most 512). Each block keeps, per parity, K1 digit slots of l
 // padded Fourier polynomials: slot r receives block r's digits. Each CMux i (parity i & 1):
 //   1. rotate, decompose and twist the own polynomial into l digit polynomials (own slot),
 //      forward FFT them;                                              (block syncs only)
@@ -1013,7 +1013,8 @@ FHE_DEFINE_AMORTIZED(FHE_KERNEL_NAME(fhe_blind_rotate_amortized_shared), true)
 // hides behind the inverse FFT, the decomposition and the forward FFT. Every CMux runs, also
 // those with a = 0 (which add exactly zero), so that the copies follow the loop index.
 
-#define FHE_CLUSTER_LOG_E 2
+// Values per FFT task of the cluster kernel: 8 (fewer shared-memory passes than 4; 16 spill).
+#define FHE_CLUSTER_LOG_E 3
 #define FHE_CLUSTER_MAX_THREADS 512
 
 template <int LOG2M>
@@ -1110,8 +1111,9 @@ __device__ __forceinline__ void send_to_block(const double2 *src, u32 bytes, u64
         : "memory");
 }
 
-// The cluster kernel's twiddles: in registers when each thread has one FFT task index (M / 4
-// tasks, at most 512 threads: N up to 4096), else the staged table in shared memory.
+// The cluster kernel's twiddles: in registers when each thread has one FFT task index (M / E
+// tasks, at most 512 threads: N up to 8192 with E = 8), else the staged table in shared
+// memory.
 template <int LOG2M, int LOG_E, int THREADS>
 __device__ __forceinline__ auto twiddle_source(const double2 *tw_staged) {
     constexpr u32 TASKS = (1u << LOG2M) >> LOG_E;
@@ -1166,7 +1168,7 @@ __device__ __forceinline__ void blind_rotate_cluster(
     cluster_barrier();  // every block's mbarriers exist before anyone sends
     const auto tw = twiddle_source<LOG2M, LOG_E, THREADS>(tw_s);
     // One level: decomposition fused with the forward transform's first pass; with one FFT
-    // task per thread (N up to 4096) the own accumulator coefficients stay in registers.
+    // task per thread (N up to 8192) the own accumulator coefficients stay in registers.
     constexpr bool FUSED = LEVELS == 1;
     constexpr bool CARRY = FUSED && (M >> LOG_E) <= THREADS;
     OwnCoefficients<1 << LOG_E> own;
