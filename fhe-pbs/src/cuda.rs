@@ -40,10 +40,16 @@
 //! `fhe_blind_rotate_{cluster,amortized,amortized_shared}_k{K1}_n{N}_l{L}_b{B}`): their
 //! loops unroll fully and the index arithmetic folds into constants. NVRTC compiles one such
 //! module (a couple of seconds) on the first use of a parameter set; the disk cache of
-//! `kernels` keeps it. The key switch stages the digits of 32 ciphertexts per block (8 for
-//! fewer than 32 ciphertexts), so that each key word read serves all of them; digits of at most 31 bits (the standard set's are
-//! 4) are staged as ints and multiplied with two 32-bit multiply-adds instead of a 64-bit
-//! product.
+//! `kernels` keeps it.
+//!
+//! The key switch of a batch of 64 or more runs on the int8 tensor cores where the digits fit
+//! (base log at most 7, as the standard set's 4; compute capability 8.0 and newer): the digits
+//! become an int8 matrix, the key is kept a second time split into its eight bytes, and one
+//! integer matrix product with exact int32 sums gives every output word, combined mod 2^64 from
+//! its eight byte sums (`fhe_keyswitch_digits`, `fhe_keyswitch_mma`). Otherwise the key switch
+//! stages the digits of 32 ciphertexts per block (8 for fewer than 32 ciphertexts), so that
+//! each key word read serves all of them; digits of at most 31 bits are staged as ints and
+//! multiplied with two 32-bit multiply-adds instead of a 64-bit product.
 //!
 //! # Engines
 //!

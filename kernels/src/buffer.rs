@@ -131,7 +131,7 @@ impl<T: DeviceRepr + ValidAsZeroBits> PinnedBuffer<T> {
         self.slice.is_empty()
     }
 
-    /// The contents, once every copy queued into the buffer has finished.
+    /// The contents, once every copy queued into or out of the buffer has finished.
     pub fn as_slice(&self) -> Result<&[T]> {
         self.wait()?;
         Ok(self.slice.as_slice()?)
