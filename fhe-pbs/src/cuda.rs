@@ -517,9 +517,9 @@ impl Cuda {
         }
     }
 
-    /// At most `max_chunk` ciphertexts per upload/launch/download round (at least 1; the
-    /// default is what the free device memory allows). For tests of the chunking path and
-    /// to bound device memory.
+    /// At most `max_chunk` ciphertexts per upload/launch/download round (at least 1; chunks
+    /// never exceed 4,096 ciphertexts, nor what the free device memory allows). For tests of
+    /// the chunking path and to bound device memory.
     #[must_use]
     pub fn with_max_chunk(&self, max_chunk: usize) -> Self {
         Self {
