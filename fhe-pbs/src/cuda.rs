@@ -126,12 +126,9 @@ const CHUNK_CIPHERTEXTS: usize = 4096;
 const NULL_DEVICE_POINTER: u64 = 0;
 /// log2 of the values per FFT task of the amortized kernel (`FHE_AMORTIZED_LOG_E`).
 const AMORTIZED_LOG_E: u32 = 4;
-/// At most this many threads per block of the cluster blind rotation
-/// (`FHE_CLUSTER_MAX_THREADS`); it wants `N/2 / 8`, one per FFT task.
-const CLUSTER_THREADS: u32 = 512;
 /// log2 of the values per FFT task of the cluster kernel (`FHE_CLUSTER_LOG_E`): 8 values,
-/// four shared-memory passes per FFT of N = 2048 instead of five with 4 (measured on an H100:
-/// one KS+PBS 4.04 -> 3.53 ms; 16 values spill registers and took 5.79 ms).
+/// one task per thread, `N/16` threads (measured on an H100 against 4 values: one KS+PBS
+/// 4.04 -> 3.53 ms; 16 values spill registers and took 5.79 ms).
 const CLUSTER_LOG_E: u32 = 3;
 /// Threads per block of the element-wise kernels.
 const ELEMENTWISE_THREADS: u32 = 256;
@@ -290,19 +287,29 @@ fn to_u32(x: usize) -> u32 {
     u32::try_from(x).unwrap_or(u32::MAX)
 }
 
-/// Complex values as `(re, im)` pairs, each polynomial of `half` values bit-reversed.
+/// Complex values as `(re, im)` pairs, each polynomial of `half` values bit-reversed, the
+/// value of position `p` stored at `key_position(p)`.
 fn bit_reversed_pairs(fourier: &FourierBootstrapKey, half: usize) -> Vec<f64> {
     let data = fourier.as_slice();
     let log = half.trailing_zeros();
     let mut out = vec![0.0; 2 * data.len()];
     for (poly_out, poly_in) in out.chunks_exact_mut(2 * half).zip(data.chunks_exact(half)) {
-        for (p, pair) in poly_out.chunks_exact_mut(2).enumerate() {
-            let source = p.reverse_bits() >> (usize::BITS - log);
+        for (stored, pair) in poly_out.chunks_exact_mut(2).enumerate() {
+            // key_position is its own inverse.
+            let source = key_position(stored).reverse_bits() >> (usize::BITS - log);
             pair[0] = poly_in[source].re;
             pair[1] = poly_in[source].im;
         }
     }
     out
+}
+
+/// Where the kernels read the key value of bit-reversed position `p` in its polynomial
+/// (`key_position` in fhe_pbs.cu): `p` with its low three bits xored with the next three, so
+/// that the cluster kernel's reads of 8 consecutive positions per thread fall in different
+/// shared-memory banks. Needs polynomials of at least 64 values (`N >= 128`).
+fn key_position(p: usize) -> usize {
+    p ^ ((p >> 3) & 7)
 }
 
 /// The twist and twiddle tables (as `fft.rs` computes them), as `(re, im)` pairs.
@@ -888,14 +895,14 @@ impl Cuda {
             (Some(kernel), true) => {
                 let grid = Grid {
                     blocks: to_u32(count * k1),
-                    threads: CLUSTER_THREADS.min(to_u32(n / 2) >> CLUSTER_LOG_E),
+                    threads: to_u32(n / 2) >> CLUSTER_LOG_E,
                     shared_bytes: to_u32(cluster_shared_bytes(&self.params)),
                 };
                 // SAFETY: the arguments match
                 // `fhe_blind_rotate_cluster_k{K1}_n{N}_l{L}_b{B}(FheShape, const u32*,
                 // const u64*, const double2*, const double2*, const double2*, u64*)`
                 // with K1 = k + 1, N, L = l and B the base log of these parameters (the kernel
-                // was loaded for them, and its block is the `min(512, N/16)` threads launched);
+                // was loaded for them, and its block is the `N/16` threads launched);
                 // `switched` holds
                 // count (n + 1) values, `lut` N words, the key n (k + 1)^2 l N/2 complex
                 // values, the twist N/2 and the staged twiddles N/2 - 1 complex values, `glwe`
@@ -1133,17 +1140,17 @@ fn amortized_shared_bytes(params: &Parameters, layout: AmortizedLayout) -> usize
     (digits + n / 4) * 16 + acc
 }
 
-/// Dynamic shared memory of a cluster block: two parities of `k + 1` slots of `l` padded
-/// Fourier polynomials (slot `r` receives block `r`'s digits), the staged twiddles (`N/2`
-/// slots, `N/2 - 1` used), one accumulator polynomial of `N` words, the block's `(k + 1) l`
-/// key rows of one CMux (`N/2` complex values each) and three mbarriers (32 bytes).
+/// Dynamic shared memory of a cluster block: two parities of `k` receive slots of `l`
+/// Fourier polynomials (`N/2` complex values each; one slot per other block), one padded
+/// polynomial for the FFT passes, one accumulator polynomial of `N` words, the block's
+/// `(k + 1) l` key rows of one CMux (`N/2` complex values each) and three mbarriers.
 fn cluster_shared_bytes(params: &Parameters) -> usize {
     let k1 = params.glwe_dimension().0 + 1;
     let n = params.polynomial_size().0;
     let levels = params.pbs_decomposition().level_count.0;
-    let slots = 2 * k1 * levels * padded_slots(params, CLUSTER_LOG_E);
+    let received = 2 * (k1 - 1) * levels * n / 2;
     let key_rows = k1 * levels * n / 2;
-    (slots + n / 2 + key_rows) * 16 + n * 8 + 32
+    (received + padded_slots(params, CLUSTER_LOG_E) + key_rows) * 16 + n * 8 + 3 * 8
 }
 
 /// Lets `kernel` use `bytes` of dynamic shared memory, or explains why it cannot.

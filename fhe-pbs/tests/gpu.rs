@@ -379,7 +379,12 @@ fn caller_defined_sets_of_every_shape_match_the_cpu() {
             "N=2048 k=1 l=8",
             custom_set(2048, 1, (4, 8), (4, 4), 32, 4, 30),
         ),
-        // One PBS level (the decomposition fused with the first FFT pass) at both ends of N.
+        // One PBS level (the decomposition fused with the first FFT pass) at both ends of N,
+        // and at N = 4096, the largest N whose cluster kernel fits in shared memory.
+        (
+            "N=4096 k=1 l=1",
+            custom_set(4096, 1, (22, 1), (4, 4), 32, 4, 30),
+        ),
         (
             "N=8192 k=1 l=1",
             custom_set(8192, 1, (22, 1), (4, 4), 32, 4, 30),
@@ -398,6 +403,16 @@ fn caller_defined_sets_of_every_shape_match_the_cpu() {
     let mut rng = Csprng::from_seed([9; 32]);
     for (t, (name, params)) in sets.into_iter().enumerate() {
         let s = setup(name, params, 40 + t as u8);
+        let one_level = params.pbs_decomposition().level_count.0 == 1;
+        if s.gpu.gpu().info().compute_capability.major >= 9
+            && one_level
+            && params.polynomial_size().0 <= 4096
+        {
+            assert!(
+                s.gpu.has_cluster_kernel(),
+                "{name}: the cluster kernel should fit"
+            );
+        }
         for engine in [Engine::LowLatency, Engine::Amortized] {
             let gpu = s.gpu.with_engine(engine);
             for (u, size) in [1, 5, 64].into_iter().enumerate() {

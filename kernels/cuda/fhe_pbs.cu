@@ -11,7 +11,8 @@
 // (plus one radix-2 stage when log2 M is odd) decimation-in-frequency FFT in shared memory:
 // natural order in, bit-reversed order out. The inverse is the matching decimation-in-time
 // FFT: bit-reversed order in, natural order out. Pointwise products happen in bit-reversed
-// order, which is why the host uploads the key permuted. Precision is that of fft.rs: nothing
+// order, which is why the host uploads the key permuted (and, within each 64 values,
+// swizzled: see key_position). Precision is that of fft.rs: nothing
 // is split, digits enter exactly, and each backward coefficient is rounded and reduced mod
 // 2^64 exactly by wrap_f64.
 #include "common.cuh"
@@ -582,6 +583,13 @@ struct OwnCoefficients {
     u64 hi[E];  // acc[j_e + M]
 };
 
+// The position of value 0 of task u in a full pass whose smallest half span is 2^Q_LOG
+// (value e at base + 2^Q_LOG e).
+template <int LOG_E, int Q_LOG>
+__device__ __forceinline__ u32 task_base(u32 u) {
+    return ((u >> Q_LOG) << (Q_LOG + LOG_E)) + (u & ((1u << Q_LOG) - 1));
+}
+
 // How far a loop over `total` tasks of E values each, `threads` at a time, unrolls: fully
 // while it stays small (at most 16 values per thread in flight), else not at all, so that
 // large N or many polynomials neither spill nor bloat the code.
@@ -612,7 +620,7 @@ __device__ __forceinline__ void fft_pass(double2 *data, const Tw &tw, u64 *acc,
         const u32 poly = task >> TASKS_LOG;
         const u32 u = task & ((1u << TASKS_LOG) - 1);
         const u32 j0 = u & (Q - 1);
-        const u32 base = ((u >> Q_LOG) << (Q_LOG + LOG_E)) + j0;
+        const u32 base = task_base<LOG_E, Q_LOG>(u);
         double2 *p = data + poly * PM;
         double2 x[E];
 #pragma unroll
@@ -645,17 +653,19 @@ __device__ __forceinline__ void fft_pass(double2 *data, const Tw &tw, u64 *acc,
 }
 
 // Forward DIF FFT of POLYS padded polynomials (natural in, bit-reversed out): the passes
-// from the one whose largest half span is 2^(HI - 1) on. Ends with __syncthreads() when
-// SYNC_LAST; the caller syncs before.
+// from the one whose largest half span is 2^(HI - 1) on, down to (not including) the one
+// whose largest half span is 2^(STOP - 1) (STOP = 0: to the end). Ends with __syncthreads()
+// when SYNC_LAST (full passes always end with one); the caller syncs before.
 template <int LOG2M, int LOG_E, int THREADS, int POLYS, bool STAGED, bool SYNC_LAST,
-          int HI = LOG2M, typename Tw>
+          int HI = LOG2M, int STOP = 0, typename Tw>
 __device__ __forceinline__ void fft_forward(double2 *data, const Tw &tw) {
-    if constexpr (HI > LOG_E) {
+    if constexpr (HI > STOP && HI > LOG_E) {
         fft_pass<LOG2M, LOG_E, THREADS, POLYS, LOG_E, HI - LOG_E, false, false, STAGED>(
             data, tw, nullptr, nullptr);
         __syncthreads();
-        fft_forward<LOG2M, LOG_E, THREADS, POLYS, STAGED, SYNC_LAST, HI - LOG_E>(data, tw);
-    } else if constexpr (HI > 0) {  // the last pass: LOG_E stages, or HI < LOG_E with q = 1
+        fft_forward<LOG2M, LOG_E, THREADS, POLYS, STAGED, SYNC_LAST, HI - LOG_E, STOP>(data,
+                                                                                      tw);
+    } else if constexpr (HI > STOP) {  // the last pass: LOG_E stages, or HI < LOG_E with q = 1
         fft_pass<LOG2M, LOG_E, THREADS, POLYS, HI, 0, false, false, STAGED>(data, tw, nullptr,
                                                                             nullptr);
         if (SYNC_LAST) __syncthreads();
@@ -740,18 +750,21 @@ __device__ __forceinline__ void decompose_difference(const u64 *p, u32 a, double
     }
 }
 
-// The decomposition fused with the forward transform's first pass, for one level (l = 1):
-// for the task (r, u) of that pass (smallest half span q = M / E, LOG_E stages) on
-// accumulator polynomial r of `acc` (POLYS of them, N words apart), rotates and decomposes
-// X^a p - p at the task's positions j_e = u + q e and j_e + M, twists the digits into the E
-// complex inputs, runs the pass on them in registers and stores the results to polynomial r
-// of `dig` (padded): no round trip of the digits through shared memory. With `own` (not
-// null: one task per thread), p[j_e] and p[j_e + M] come from registers (OwnCoefficients).
-template <int LOG2M, int LOG_E, int THREADS, int POLYS, u32 B, bool STAGED, typename Tw>
+// The decomposition fused with the forward transform's first pass, for digit level `level`
+// of LEVELS (0 the most significant): for the task (r, u) of that pass (smallest half span
+// q = M / E, LOG_E stages) on accumulator polynomial r of `acc` (POLYS of them, N words
+// apart), rotates and decomposes X^a p - p at the task's positions j_e = u + q e and
+// j_e + M, twists the level's digits into the E complex inputs, runs the pass on them in
+// registers and stores the results to polynomial r of `dig` (padded): no round trip of the
+// digits through shared memory. With `own` (not null: one task per thread), p[j_e] and
+// p[j_e + M] come from registers (OwnCoefficients).
+template <int LOG2M, int LOG_E, int THREADS, int POLYS, u32 B, bool STAGED, int LEVELS = 1,
+          typename Tw>
 __device__ __forceinline__ void decompose_first_pass(const u64 *acc, u32 a, double2 *dig,
                                                      const Tw &tw,
                                                      const double2 *__restrict__ twist,
-                                                     const OwnCoefficients<1 << LOG_E> *own) {
+                                                     const OwnCoefficients<1 << LOG_E> *own,
+                                                     int level = 0) {
     constexpr int E = 1 << LOG_E;
     constexpr u32 M = 1u << LOG2M;
     constexpr u32 N_POLY = 2 * M;
@@ -770,8 +783,14 @@ __device__ __forceinline__ void decompose_first_pass(const u64 *acc, u32 a, doub
             const u32 j = u + ((u32)e << Q_LOG);
             const u64 own_lo = own != nullptr ? own->lo[e] : p[j];
             const u64 own_hi = own != nullptr ? own->hi[e] : p[j + M];
-            u64 state_lo = decomposition_state(rotated(p, a, j, N_POLY) - own_lo, 64 - B);
-            u64 state_hi = decomposition_state(rotated(p, a, j + M, N_POLY) - own_hi, 64 - B);
+            constexpr u32 DROPPED = 64 - B * LEVELS;
+            u64 state_lo = decomposition_state(rotated(p, a, j, N_POLY) - own_lo, DROPPED);
+            u64 state_hi = decomposition_state(rotated(p, a, j + M, N_POLY) - own_hi, DROPPED);
+#pragma unroll
+            for (int less = LEVELS - 1; less > level; less--) {  // the less significant digits
+                next_digit(state_lo, B);
+                next_digit(state_hi, B);
+            }
             x[e] = next_twisted_digits<B>(state_lo, state_hi, __ldg(twist + j));
         }
         fft_stages<LOG2M, LOG_E, LOG_E, Q_LOG, false, STAGED>(x, u, tw);
@@ -796,6 +815,15 @@ __device__ __forceinline__ void load_own_coefficients(const u64 *acc,
         own.lo[e] = p[u + ((u32)e << Q_LOG)];
         own.hi[e] = p[u + ((u32)e << Q_LOG) + M];
     }
+}
+
+// Where the key value of bit-reversed position j lies in its polynomial (fhe-pbs/src/cuda.rs
+// uploads it so): j with its low three bits xored with the next three. The cluster kernel's
+// threads read 8 consecutive positions each, 8 threads at a time from one 128-byte row per
+// thread; the swizzle puts those 8 reads in 8 different banks. Values stay within their
+// 128-byte line, so the amortized kernel's coalesced reads stay coalesced.
+__device__ __forceinline__ u32 key_position(u32 j) {
+    return j ^ ((j >> 3) & 7);
 }
 
 // Asks L2 for the key lines a block will read in this CMux's pointwise product (`POLYS`
@@ -947,6 +975,7 @@ __device__ __forceinline__ void blind_rotate_amortized(
 #pragma unroll 2
         for (u32 j = threadIdx.x; j < M; j += THREADS) {
             const u32 pj = padded<LOG_E>(j);
+            const u32 kj = key_position(j);
             double2 out[K1];
 #pragma unroll
             for (int c = 0; c < K1; c++) out[c] = make_double2(0.0, 0.0);
@@ -955,7 +984,7 @@ __device__ __forceinline__ void blind_rotate_amortized(
                 const double2 x = dig[row * PM + pj];
 #pragma unroll
                 for (int c = 0; c < K1; c++) {
-                    out[c] = cadd(out[c], cmul(x, __ldg(ggsw + (u64)(row * K1 + c) * M + j)));
+                    out[c] = cadd(out[c], cmul(x, __ldg(ggsw + (u64)(row * K1 + c) * M + kj)));
                 }
             }
 #pragma unroll
@@ -987,42 +1016,43 @@ FHE_DEFINE_AMORTIZED(FHE_KERNEL_NAME(fhe_blind_rotate_amortized_shared), true)
 // ---------------------------------------------------------------------------------------
 // Blind rotation, low latency (Hopper, sm_90+): one bootstrap per thread-block cluster of K1
 // blocks; block `rank` owns accumulator polynomial `rank` (in its shared memory) and output
-// column `rank` of the external product. FFT passes of 8 values per task (LOG_E = 3: M/8
-// threads, at most 512). Each block keeps, per parity, K1 digit slots of l
-// padded Fourier polynomials: slot r receives block r's digits. Each CMux i (parity i & 1):
-//   1. rotate, decompose and twist the own polynomial into l digit polynomials (own slot),
-//      forward FFT them;                                              (block syncs only)
-//   2. thread 0 sends the own slot to the same slot of every other block of the cluster
-//      with the copy engine (cp.async.bulk shared::cta -> shared::cluster), completing on
-//      the receiver's `digits_ready[parity]` mbarrier; every block then waits on its own
-//      `digits_ready[parity]` for the K1 - 1 incoming slots (no cluster-wide barrier, no
-//      memory fence: the mbarrier's transaction count says when the bytes have landed);
-//   3. pointwise product of all K1 l digit polynomials, now local, with the key rows of
-//      column `rank`, into the own slot of the *other* parity;
-//   4. inverse FFT, round, add to the own accumulator polynomial (fused in the last pass).
-// Why slots are never overwritten early: block r sends CMux i + 2's digits (into parity
-// i & 1 again) only after its pointwise product of CMux i + 1, which needed this block's
-// digits of CMux i + 1, sent after this block's pointwise product of CMux i had read every
-// slot of parity i & 1; and this block's outgoing copy of CMux i has landed before the
-// receiver could send CMux i + 1's digits, which this block waits for before it writes into
-// the own slot of parity (i + 1) & 1 again.
+// column `rank` of the external product. M/8 threads per block, thread u with the FFT task u
+// of 8 values in every pass (LOG_E = 3). Each CMux i (parity i & 1), for each digit level:
+//   1. rotate, decompose and twist the own polynomial, fused with the forward FFT's first
+//      pass, then the passes through shared memory (`work`); the last full pass (smallest
+//      half span 2^P, P = log2 M mod 3) and the P radix-2 stages after it run in registers,
+//      those P stages between neighbouring lanes by shuffles, so that thread u ends with the
+//      8 consecutive bit-reversed positions 8u to 8u + 7 (forward_last_stages);
+//   2. thread u stores them straight into its place in the receive slot that every other
+//      block of the cluster keeps for this block (st.shared::cluster), and multiplies them
+//      by its key values into its 8 outputs.
+// Then each thread arrives (release, cluster scope) on every other block's
+// `digits_ready[parity]` mbarrier and waits (acquire) on its own for the M/8 (K1 - 1)
+// arrivals: no block-wide barrier, copy or fence on the way. It adds the other blocks' digits
+// times their key rows to its outputs, and the inverse FFT starts on them in registers (the P
+// stages by shuffles and the first full pass, inverse_first_stages), then the passes through
+// shared memory, the last one untwisting, rounding and adding into the accumulator. The
+// pointwise product never goes through shared memory, and at N = 2048 an FFT takes two
+// round trips through it, not four.
+// Why a receive slot is never overwritten early: block r stores CMux i + 2's digits (into
+// parity i & 1 again) only after it has received this block's digits of CMux i + 1, which
+// every thread here arrives with only after its pointwise product of CMux i has read the
+// slots of parity i & 1 (the arrival releases those reads, r's wait acquires them).
 //
-// The key rows of a CMux (K1 l polynomials of column `rank`, contiguous M values each) come
-// into shared memory by the copy engine too, completing on `key_ready`: thread 0 asks for
-// CMux i + 1's rows as soon as CMux i's pointwise product has read its own, so their latency
-// hides behind the inverse FFT, the decomposition and the forward FFT. Every CMux runs, also
-// those with a = 0 (which add exactly zero), so that the copies follow the loop index.
+// The key rows of a CMux (K1 l polynomials of column `rank`, contiguous M values each,
+// swizzled by key_position) come into shared memory by the copy engine, completing on
+// `key_ready`: thread 0 asks for CMux i + 1's rows as soon as every thread has read CMux i's,
+// so that their latency hides behind the inverse FFT, the decomposition and the forward FFT.
+// Every CMux runs, also those with a = 0 (which add exactly zero), so that the copies follow
+// the loop index.
 
-// Values per FFT task of the cluster kernel: 8 (fewer shared-memory passes than 4; 16 spill).
+// Values per FFT task of the cluster kernel: 8 (16 spill registers).
 #define FHE_CLUSTER_LOG_E 3
-#define FHE_CLUSTER_MAX_THREADS 512
 
 template <int LOG2M>
 struct ClusterShape {
     static constexpr int LOG_E = FHE_CLUSTER_LOG_E;
-    static constexpr int THREADS = ((1 << LOG2M) >> LOG_E) < FHE_CLUSTER_MAX_THREADS
-                                       ? ((1 << LOG2M) >> LOG_E)
-                                       : FHE_CLUSTER_MAX_THREADS;
+    static constexpr int THREADS = (1 << LOG2M) >> LOG_E;  // one FFT task per thread
 };
 
 #if __CUDA_ARCH__ >= 900
@@ -1082,6 +1112,18 @@ __device__ __forceinline__ void mbarrier_wait(u64 *bar, u32 parity) {
     } while (!done);
 }
 
+// Stores v at shared::cluster address `address` (another block's shared memory) without
+// waiting: the 16 bytes count towards the transaction count of the mbarrier at shared::cluster
+// address `bar` (in the same block) when they land. No fence: the receiver's wait on that
+// mbarrier makes them visible.
+__device__ __forceinline__ void store_async_in_cluster(u32 address, double2 v, u32 bar) {
+    asm volatile(
+        "st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f64 [%0], {%1, %2}, [%3];" ::
+            "r"(address),
+        "d"(v.x), "d"(v.y), "r"(bar)
+        : "memory");
+}
+
 // Thread 0: copies `rows` polynomials of M complex values, `stride` values apart in global
 // memory, to consecutive polynomials at `dst` in shared memory, completing on `bar`. The
 // buffer's previous contents were read by ordinary loads before the caller's last barrier.
@@ -1100,30 +1142,86 @@ __device__ __forceinline__ void copy_key_rows(double2 *dst, const double2 *src, 
     }
 }
 
-// Thread 0: copies `bytes` at `src` in this block's shared memory to the same place in block
-// `rank`, completing on that block's mbarrier at the address of `bar`.
-__device__ __forceinline__ void send_to_block(const double2 *src, u32 bytes, u64 *bar,
-                                              u32 rank) {
-    asm volatile(
-        "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], "
-        "%2, [%3];" ::"r"(cluster_address(src, rank)),
-        "r"(shared_address(src)), "r"(bytes), "r"(cluster_address(bar, rank))
-        : "memory");
+__device__ __forceinline__ double2 shfl_xor_complex(double2 v, int lane_mask) {
+    return make_double2(__shfl_xor_sync(0xffffffffu, v.x, lane_mask),
+                        __shfl_xor_sync(0xffffffffu, v.y, lane_mask));
 }
 
-// The cluster kernel's twiddles: in registers when each thread has one FFT task index (M / E
-// tasks, at most 512 threads: N up to 8192 with E = 8), else the staged table in shared
-// memory.
-template <int LOG2M, int LOG_E, int THREADS>
-__device__ __forceinline__ auto twiddle_source(const double2 *tw_staged) {
-    constexpr u32 TASKS = (1u << LOG2M) >> LOG_E;
-    if constexpr (TASKS <= THREADS) {
-        TwiddleRegisters<LOG2M, LOG_E> regs;
-        load_twiddle_registers<LOG2M, LOG_E>(regs, tw_staged, threadIdx.x & (TASKS - 1));
-        return regs;
-    } else {
-        return tw_staged;
+// A forward (DIF) radix-2 stage of half span H (1 or 2) whose pairs sit in the same register
+// x[e] of lanes l and l ^ H (l & H clear: the low lane): the low lane takes pairs 0 to 3, the
+// high lane pairs 4 to 7, each getting the partner's halves by shuffles, and keeps both
+// results of its pair k (the low position's in x[2k], the high one's in x[2k + 1]). The
+// twiddle W_2H^(l mod H) is 1, or -i for H = 2 and odd lanes.
+template <int H>
+__device__ __forceinline__ void cross_lane_dif_stage(double2 (&x)[8]) {
+    static_assert(H == 1 || H == 2, "twiddles of half spans 1 and 2 only");
+    const bool high = threadIdx.x & H;
+    const bool minus_i = H == 2 && (threadIdx.x & 1);
+    double2 y[8];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const double2 other = shfl_xor_complex(high ? x[k] : x[4 + k], H);
+        const double2 a = high ? other : x[k];
+        const double2 c = high ? x[4 + k] : other;
+        const double2 d = csub(a, c);
+        y[2 * k] = cadd(a, c);
+        y[2 * k + 1] = minus_i ? make_double2(d.y, -d.x) : d;
     }
+#pragma unroll
+    for (int e = 0; e < 8; e++) x[e] = y[e];
+}
+
+// The inverse (DIT) stage of half span H, undoing cross_lane_dif_stage's placement: each lane
+// combines its pairs (x[2k], x[2k + 1]) (twiddle conj W_2H^(l mod H): 1, or i), then the low
+// lane keeps the low results of all eight pairs (its own four, then the high lane's) and the
+// high lane the high results, trading the others by shuffles.
+template <int H>
+__device__ __forceinline__ void cross_lane_dit_stage(double2 (&x)[8]) {
+    static_assert(H == 1 || H == 2, "twiddles of half spans 1 and 2 only");
+    const bool high = threadIdx.x & H;
+    const bool plus_i = H == 2 && (threadIdx.x & 1);
+    double2 y[8];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const double2 c = x[2 * k + 1];
+        const double2 v = plus_i ? make_double2(-c.y, c.x) : c;
+        const double2 low_result = cadd(x[2 * k], v), high_result = csub(x[2 * k], v);
+        const double2 other = shfl_xor_complex(high ? low_result : high_result, H);
+        y[k] = high ? other : low_result;
+        y[4 + k] = high ? high_result : other;
+    }
+#pragma unroll
+    for (int e = 0; e < 8; e++) x[e] = y[e];
+}
+
+// The forward FFT's last full pass on this thread's task (smallest half span 2^P,
+// P = LOG2M mod 3), loaded from the padded polynomial `data`, and the P stages after it
+// across lanes: x[e] ends as the value at bit-reversed position 8 threadIdx.x + e.
+template <int LOG2M, typename Tw>
+__device__ __forceinline__ void forward_last_stages(const double2 *data, const Tw &tw,
+                                                    double2 (&x)[8]) {
+    constexpr int LOG_E = FHE_CLUSTER_LOG_E, P = LOG2M % LOG_E;
+    const u32 base = task_base<LOG_E, P>(threadIdx.x);
+#pragma unroll
+    for (int e = 0; e < 8; e++) x[e] = data[padded<LOG_E>(base + ((u32)e << P))];
+    fft_stages<LOG2M, LOG_E, LOG_E, P, false, true>(x, threadIdx.x & ((1u << P) - 1), tw);
+    if constexpr (P == 2) cross_lane_dif_stage<2>(x);
+    if constexpr (P >= 1) cross_lane_dif_stage<1>(x);
+}
+
+// The inverse FFT's first stages on x[e], the value at bit-reversed position
+// 8 threadIdx.x + e: the P stages across lanes and the first full pass, stored to the
+// padded polynomial `data` for the next pass.
+template <int LOG2M, typename Tw>
+__device__ __forceinline__ void inverse_first_stages(double2 (&x)[8], const Tw &tw,
+                                                     double2 *data) {
+    constexpr int LOG_E = FHE_CLUSTER_LOG_E, P = LOG2M % LOG_E;
+    if constexpr (P >= 1) cross_lane_dit_stage<1>(x);
+    if constexpr (P == 2) cross_lane_dit_stage<2>(x);
+    fft_stages<LOG2M, LOG_E, LOG_E, P, true, true>(x, threadIdx.x & ((1u << P) - 1), tw);
+    const u32 base = task_base<LOG_E, P>(threadIdx.x);
+#pragma unroll
+    for (int e = 0; e < 8; e++) data[padded<LOG_E>(base + ((u32)e << P))] = x[e];
 }
 
 template <int K1, int LOG2M, int LEVELS, u32 B>
@@ -1132,26 +1230,31 @@ __device__ __forceinline__ void blind_rotate_cluster(
     const double2 *__restrict__ bsk, const double2 *__restrict__ twist,
     const double2 *__restrict__ tw_staged, u64 *glwe) {
     constexpr int LOG_E = FHE_CLUSTER_LOG_E;
+    static_assert(LOG_E == 3, "the register stages hold 8 values per thread");
+    constexpr int E = 1 << LOG_E;
     constexpr int THREADS = ClusterShape<LOG2M>::THREADS;
+    constexpr int P = LOG2M % LOG_E;
     constexpr u32 M = 1u << LOG2M;
     constexpr u32 N_POLY = 2 * M;
     constexpr u32 PM = M + (M >> LOG_E);
-    constexpr u32 SLOT = LEVELS * PM;  // complex values of one slot
     constexpr int ROWS = K1 * LEVELS;
-    constexpr u64 GGSW = (u64)ROWS * K1 * M;  // complex values per GGSW
+    constexpr u32 RECEIVED = (K1 - 1) * LEVELS * M;  // complex values per parity
+    constexpr u64 GGSW = (u64)ROWS * K1 * M;          // complex values per GGSW
     extern __shared__ double2 fhe_smem[];
     const u32 n = s.lwe_dimension;
     const u32 rank = cluster_rank();
     const u64 ct = blockIdx.x / K1;
     const u32 *sw = switched + ct * (n + 1);
-    double2 *const slots = fhe_smem;  // [parity][K1] slots
-    double2 *const tw_s = slots + 2 * K1 * SLOT;
-    u64 *const acc = (u64 *)(tw_s + M);
-    double2 *const key_s = tw_s + M + M;  // after the N accumulator words: ROWS polynomials
+    // [parity][sender, the others in rank order][level][M values in key_position order]
+    double2 *const received = fhe_smem;
+    double2 *const work = received + 2 * RECEIVED;  // one padded polynomial; first the twiddles
+    u64 *const acc = (u64 *)(work + PM);
+    double2 *const key_s = (double2 *)(acc + N_POLY);  // ROWS polynomials
     u64 *const key_ready = (u64 *)(key_s + ROWS * M);
     u64 *const digits_ready = key_ready + 1;  // [parity]
     // This block's column of the key: polynomial (row K1 + rank) of each GGSW row.
     const double2 *key_column = bsk + (u64)rank * M;
+    const u32 u = threadIdx.x;
 
     if (threadIdx.x == 0) {
         mbarrier_init(key_ready);
@@ -1159,76 +1262,93 @@ __device__ __forceinline__ void blind_rotate_cluster(
         mbarrier_init(&digits_ready[1]);
         if (n > 0) copy_key_rows<LOG2M>(key_s, key_column, ROWS, (u64)K1 * M, key_ready);
     }
-    load_twiddles(tw_s, tw_staged, M - 1);
+    load_twiddles(work, tw_staged, M - 1);
     const u32 start = (2 * N_POLY - sw[n]) & (2 * N_POLY - 1);
 #pragma unroll
     for (u32 t = threadIdx.x; t < N_POLY; t += THREADS) {
         acc[t] = rank == K1 - 1 ? rotated(lut, start, t, N_POLY) : 0;
     }
-    cluster_barrier();  // every block's mbarriers exist before anyone sends
-    const auto tw = twiddle_source<LOG2M, LOG_E, THREADS>(tw_s);
-    // One level: decomposition fused with the forward transform's first pass; with one FFT
-    // task per thread (N up to 8192) the own accumulator coefficients stay in registers.
-    constexpr bool FUSED = LEVELS == 1;
-    constexpr bool CARRY = FUSED && (M >> LOG_E) <= THREADS;
-    OwnCoefficients<1 << LOG_E> own;
-    if constexpr (CARRY) load_own_coefficients<LOG2M, LOG_E, 1>(acc, own);
+    __syncthreads();
+    TwiddleRegisters<LOG2M, LOG_E> tw;
+    load_twiddle_registers<LOG2M, LOG_E>(tw, work, u);
+    OwnCoefficients<E> own;
+    load_own_coefficients<LOG2M, LOG_E, 1>(acc, own);
+    // Every block's mbarriers exist before anyone arrives; the twiddles are read before
+    // `work` is written.
+    cluster_barrier();
+    // Where this thread's digits go in block t (its slot for this block, parity 0) and t's
+    // mbarriers.
+    u32 remote_slot[K1], remote_ready[K1];
+#pragma unroll
+    for (u32 t = 0; t < K1; t++) {
+        const u32 slot = rank < t ? rank : rank - 1;  // (t = rank: unused)
+        remote_slot[t] = t == rank ? 0 : cluster_address(received + slot * LEVELS * M, t);
+        remote_ready[t] = cluster_address(digits_ready, t);
+    }
 
     u32 a_next = sw[0];
     for (u32 i = 0; i < n; i++) {
         const u32 a = a_next;
         if (i + 1 < n) a_next = sw[i + 1];  // in flight during this CMux
         const u32 parity = i & 1;
-        double2 *const slots_now = slots + parity * K1 * SLOT;
-        double2 *const mine = slots_now + rank * SLOT;
-        double2 *const out = slots + ((parity ^ 1) * K1 + rank) * SLOT;
-        if (threadIdx.x == 0) mbarrier_expect(&digits_ready[parity], (K1 - 1) * SLOT * 16);
-        if constexpr (FUSED) {
-            decompose_first_pass<LOG2M, LOG_E, THREADS, 1, B, true>(acc, a, mine, tw, twist,
-                                                                    CARRY ? &own : nullptr);
-            __syncthreads();
-            fft_forward<LOG2M, LOG_E, THREADS, 1, true, false, LOG2M - LOG_E>(mine, tw);
-        } else {
-            decompose_difference<LOG2M, LOG_E, THREADS, LEVELS, B, PM, M / THREADS>(acc, a, mine,
-                                                                                    twist);
-            __syncthreads();
-            fft_forward<LOG2M, LOG_E, THREADS, LEVELS, true, false>(mine, tw);
-        }
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // for the copy engine
-        __syncthreads();
-        if (threadIdx.x == 0) {
+        if (threadIdx.x == 0) mbarrier_expect(&digits_ready[parity], RECEIVED * 16);
+        double2 out[E];
 #pragma unroll
-            for (u32 r = 0; r < K1; r++) {
-                if (r != rank) send_to_block(mine, SLOT * 16, &digits_ready[parity], r);
+        for (int level = 0; level < LEVELS; level++) {
+            if (level > 0) __syncthreads();  // the last level's last pass has read `work`
+            decompose_first_pass<LOG2M, LOG_E, THREADS, 1, B, true, LEVELS>(acc, a, work, tw,
+                                                                            twist, &own, level);
+            __syncthreads();
+            fft_forward<LOG2M, LOG_E, THREADS, 1, true, true, LOG2M - LOG_E, P + LOG_E>(work, tw);
+            double2 x[E];
+            forward_last_stages<LOG2M>(work, tw, x);
+            if (level == 0) mbarrier_wait(key_ready, parity);
+            const double2 *key_row = key_s + (level * K1 + rank) * M;
+#pragma unroll
+            for (int e = 0; e < E; e++) {
+                const u32 at = key_position(u * E + e);
+                const u32 offset = (parity * RECEIVED + level * M + at) * 16;
+#pragma unroll
+                for (u32 t = 0; t < K1; t++) {
+                    if (t != rank) {
+                        store_async_in_cluster(remote_slot[t] + offset, x[e],
+                                               remote_ready[t] + parity * 8);
+                    }
+                }
+                const double2 product = cmul(x[e], key_row[at]);
+                out[e] = level == 0 ? product : cadd(out[e], product);
             }
         }
         mbarrier_wait(&digits_ready[parity], (i >> 1) & 1);
-        mbarrier_wait(key_ready, parity);
-#pragma unroll 4
-        for (u32 j = threadIdx.x; j < M; j += THREADS) {
-            const u32 pj = padded<LOG_E>(j);
-            double2 sum = make_double2(0.0, 0.0);
 #pragma unroll
-            for (int r = 0; r < K1; r++) {
+        for (u32 r = 0; r < K1; r++) {
+            if (r == rank) continue;
+            const u32 slot = r < rank ? r : r - 1;
 #pragma unroll
-                for (int level = 0; level < LEVELS; level++) {
-                    const int row = level * K1 + r;
-                    sum = cadd(sum, cmul(slots_now[r * SLOT + level * PM + pj],
-                                         key_s[row * M + j]));
+            for (int level = 0; level < LEVELS; level++) {
+                const double2 *digits =
+                    received + parity * RECEIVED + (slot * LEVELS + level) * M;
+                const double2 *key_row = key_s + (level * K1 + r) * M;
+#pragma unroll
+                for (int e = 0; e < E; e++) {
+                    const u32 at = key_position(u * E + e);
+                    out[e] = cadd(out[e], cmul(digits[at], key_row[at]));
                 }
             }
-            out[pj] = sum;
         }
-        __syncthreads();
+        __syncthreads();  // every thread has read `work` and the key rows
         if (threadIdx.x == 0 && i + 1 < n) {
             copy_key_rows<LOG2M>(key_s, key_column + (i + 1) * GGSW, ROWS, (u64)K1 * M,
                                  key_ready);
         }
-        fft_inverse_add<LOG2M, LOG_E, THREADS, 1, true>(out, tw, acc, twist,
-                                                        CARRY ? &own : nullptr);
+        inverse_first_stages<LOG2M>(out, tw, work);
+        __syncthreads();
+        fft_inverse_add<LOG2M, LOG_E, THREADS, 1, true, P + LOG_E, false>(work, tw, acc, twist,
+                                                                          &own);
     }
-    // No block may exit (freeing its shared memory and mbarriers) while a copy to it is in
-    // flight; every incoming copy has landed (waited for), this keeps the exits in step.
+    // No block may exit (freeing its shared memory and mbarriers) while another may still
+    // store or arrive there; every incoming store has landed (waited for), this keeps the
+    // exits in step.
     cluster_barrier();
     u64 *dst = glwe + (ct * K1 + rank) * (u64)N_POLY;
 #pragma unroll
