@@ -27,8 +27,10 @@
 //! The FFTs run in shared memory in passes of up to `log2 E` radix-2 stages held in registers
 //! (`E` values per thread-task), one round trip through shared memory and one barrier per pass;
 //! the polynomials are padded (one slot per `E` values) so that no pass has bank conflicts;
-//! the twiddles are copied into shared memory once per block (the cluster kernel stage by
-//! stage, so that consecutive threads read consecutive values); the inverse transform's last
+//! the twiddles are copied into shared memory once per block (the cluster kernel keeps each
+//! thread's in registers); the key is uploaded divided by `N/2` (the inverse transform's
+//! scale, exactly), bit-reversed and swizzled so that no read of it conflicts on shared-memory
+//! banks; the inverse transform's last
 //! pass untwists, rounds and adds straight into the accumulator; with one decomposition
 //! level, the decomposition runs fused with the forward transform's first pass (the digits
 //! never go through shared memory), and the cluster kernel keeps each thread's own
@@ -58,18 +60,20 @@
 //!   digit polynomials in the Fourier domain, the twiddles and, when it fits, the accumulator
 //!   (else it lives in the output buffer).
 //! * [`Engine::LowLatency`]: one Hopper thread-block cluster of `k + 1` blocks per bootstrap
-//!   (compute capability 9.0 and newer; `N/16` threads per block, at most 512: FFT tasks of
-//!   `E = 8` values); block `c` owns accumulator polynomial `c` in its
-//!   shared memory and output column `c`; each block sends its Fourier digits to the others'
-//!   shared memory with the copy engine (`cp.async.bulk` within the cluster), and each
-//!   waits on an mbarrier for the bytes it receives: no cluster-wide barrier or memory fence
-//!   per CMux. The key rows of the next CMux come into shared memory by the copy engine too,
+//!   (compute capability 9.0 and newer; `N/16` threads per block, one FFT task of `E = 8`
+//!   values each); block `c` owns accumulator polynomial `c` in its shared memory and output
+//!   column `c`. The forward FFT's last pass and the inverse's first run in registers (the
+//!   radix-2 stages of half spans below 8 by lane shuffles), so that the pointwise product
+//!   happens in registers too; each thread sends its Fourier digits straight into the other
+//!   blocks' shared memory (`st.async` within the cluster), and each block waits on an
+//!   mbarrier for the bytes it receives: no cluster-wide barrier or memory fence per CMux.
+//!   The key rows of the next CMux come into shared memory by the copy engine (`cp.async.bulk`)
 //!   while the current one finishes. Clusters rather than a cooperative grid because the
 //!   blocks of a cluster are co-scheduled and reach each other's shared memory directly,
 //!   while a grid sync goes through global memory atomics over the whole grid, which alone
 //!   would take most of the 2 us budget of a CMux. Where clusters are not available (older
 //!   GPUs, `k > 3`, or parameters whose cluster shared memory exceeds the device limit, such
-//!   as N = 4096 and beyond) this engine runs the amortized kernel;
+//!   as N = 8192, or N = 4096 with two levels) this engine runs the amortized kernel;
 //!   [`Cuda::name`](crate::Bootstrapper::name) says which kernel runs.
 //! * [`Engine::Auto`]: the cluster kernel while the whole chunk fits one wave of clusters
 //!   (`count (k + 1) <= SMs`), the amortized kernel beyond.
@@ -287,9 +291,10 @@ fn to_u32(x: usize) -> u32 {
     u32::try_from(x).unwrap_or(u32::MAX)
 }
 
-/// Complex values as `(re, im)` pairs, each polynomial of `half` values bit-reversed, the
-/// value of position `p` stored at `key_position(p)`.
-fn bit_reversed_pairs(fourier: &FourierBootstrapKey, half: usize) -> Vec<f64> {
+/// The key as the kernels read it: complex values as `(re, im)` pairs, divided by `half`
+/// (the inverse transform's `1 / M`, exactly: a power of two), each polynomial of `half`
+/// values bit-reversed, the value of position `p` stored at `key_position(p)`.
+fn device_key(fourier: &FourierBootstrapKey, half: usize) -> Vec<f64> {
     let data = fourier.as_slice();
     let log = half.trailing_zeros();
     let mut out = vec![0.0; 2 * data.len()];
@@ -297,8 +302,8 @@ fn bit_reversed_pairs(fourier: &FourierBootstrapKey, half: usize) -> Vec<f64> {
         for (stored, pair) in poly_out.chunks_exact_mut(2).enumerate() {
             // key_position is its own inverse.
             let source = key_position(stored).reverse_bits() >> (usize::BITS - log);
-            pair[0] = poly_in[source].re;
-            pair[1] = poly_in[source].im;
+            pair[0] = poly_in[source].re / half as f64;
+            pair[1] = poly_in[source].im / half as f64;
         }
     }
     out
@@ -410,7 +415,7 @@ impl Cuda {
             None => None,
         };
         let device_keys = DeviceKeys {
-            bsk: gpu.upload(&bit_reversed_pairs(&fourier, n / 2))?,
+            bsk: gpu.upload(&device_key(&fourier, n / 2))?,
             ksk: gpu.upload(ksk)?,
             ksk_bytes,
             twist: gpu.upload(&twist)?,

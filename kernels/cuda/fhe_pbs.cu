@@ -2,8 +2,8 @@
 //
 // Conventions are those of fhe-pbs/src (lib.rs): u64 torus with wrapping arithmetic, LWE =
 // mask then body, GLWE = k masks then the body, key-switching key input-coefficient major with
-// level 1 first, Fourier bootstrap key = the CPU FourierBootstrapKey with each polynomial's
-// N/2 complex values permuted into bit-reversed order (see below).
+// level 1 first, Fourier bootstrap key = the CPU FourierBootstrapKey divided by N/2, with each
+// polynomial's N/2 complex values permuted into bit-reversed order (see below).
 //
 // The negacyclic FFT: a polynomial a of N coefficients becomes c_j = (a_j + i a_{j+M}) w^j,
 // M = N/2, w = exp(i pi / N) (the twist, the same table as fft.rs), then an M-point complex
@@ -599,7 +599,8 @@ __host__ __device__ constexpr int task_unroll(u32 total, u32 threads, int e) {
 
 // One pass over POLYS padded polynomials at `data` (B stages, smallest half span 2^Q_LOG).
 // With FUSE_ACC (the inverse's last pass), the natural-order results are not stored back but
-// untwisted (conj(twist) / M: untwist = conj(twist) / M exactly, M a power of two), rounded
+// untwisted (times conj(twist); the 1 / M of the inverse transform is in the key, which the
+// host uploads divided by M, exactly: M is a power of two), rounded
 // and added to the accumulator polynomials `acc` (N words apart, polynomial p's N words at
 // acc + p N): acc[j] += round(Re), acc[j + M] += round(Im); with `own` (not null: one task
 // per thread), the old values come from and the new ones also go to those registers.
@@ -627,14 +628,13 @@ __device__ __forceinline__ void fft_pass(double2 *data, const Tw &tw, u64 *acc,
         for (int e = 0; e < E; e++) x[e] = p[padded<LOG_E>(base + ((u32)e << Q_LOG))];
         fft_stages<LOG2M, LOG_E, B, Q_LOG, INVERSE, STAGED>(x, j0, tw);
         if (FUSE_ACC) {
-            const double inv_m = 1.0 / (double)M;
             u64 *a = acc + (u64)poly * 2 * M;
 #pragma unroll
             for (int e = 0; e < E; e++) {
                 const u32 j = base + ((u32)e << Q_LOG);
                 const double2 v = cmul_conj(x[e], __ldg(twist + j));
-                const u64 lo = wrap_f64(v.x * inv_m);
-                const u64 hi = wrap_f64(v.y * inv_m);
+                const u64 lo = wrap_f64(v.x);
+                const u64 hi = wrap_f64(v.y);
                 if (own != nullptr) {
                     own->lo[e] += lo;
                     own->hi[e] += hi;
@@ -1023,21 +1023,24 @@ FHE_DEFINE_AMORTIZED(FHE_KERNEL_NAME(fhe_blind_rotate_amortized_shared), true)
 //      half span 2^P, P = log2 M mod 3) and the P radix-2 stages after it run in registers,
 //      those P stages between neighbouring lanes by shuffles, so that thread u ends with the
 //      8 consecutive bit-reversed positions 8u to 8u + 7 (forward_last_stages);
-//   2. thread u stores them straight into its place in the receive slot that every other
-//      block of the cluster keeps for this block (st.shared::cluster), and multiplies them
-//      by its key values into its 8 outputs.
-// Then each thread arrives (release, cluster scope) on every other block's
-// `digits_ready[parity]` mbarrier and waits (acquire) on its own for the M/8 (K1 - 1)
-// arrivals: no block-wide barrier, copy or fence on the way. It adds the other blocks' digits
-// times their key rows to its outputs, and the inverse FFT starts on them in registers (the P
-// stages by shuffles and the first full pass, inverse_first_stages), then the passes through
-// shared memory, the last one untwisting, rounding and adding into the accumulator. The
-// pointwise product never goes through shared memory, and at N = 2048 an FFT takes two
-// round trips through it, not four.
-// Why a receive slot is never overwritten early: block r stores CMux i + 2's digits (into
+//   2. thread u sends them straight into its place in the receive slot that every other
+//      block of the cluster keeps for this block (st.async: each store counts its 16 bytes
+//      towards the receiver's `digits_ready[parity]` mbarrier when it lands), and multiplies
+//      them by its key values into its 8 outputs.
+// Then thread 0 having announced the (K1 - 1) l M values it expects per CMux, each thread
+// waits on its own `digits_ready[parity]` until they have landed: no block-wide barrier, no
+// fence on the way. (Per-thread remote stores with release arrivals and acquire waits at
+// cluster scope cost a memory barrier per warp and an L1 invalidation per CMux: 3.58 ms for one
+// KS+PBS on an H100, 3.18 ms with st.async.) It adds the other blocks' digits times their key
+// rows to its outputs, and the inverse FFT starts on them in registers (the P stages by
+// shuffles and the first full pass, inverse_first_stages), then the passes through shared
+// memory, the last one untwisting, rounding and adding into the accumulator. The pointwise
+// product never goes through shared memory, and at N = 2048 an FFT takes two round trips
+// through it, not four.
+// Why a receive slot is never overwritten early: block r sends CMux i + 2's digits (into
 // parity i & 1 again) only after it has received this block's digits of CMux i + 1, which
-// every thread here arrives with only after its pointwise product of CMux i has read the
-// slots of parity i & 1 (the arrival releases those reads, r's wait acquires them).
+// each thread here sends only after its pointwise product of CMux i has used every value it
+// read from the slots of parity i & 1.
 //
 // The key rows of a CMux (K1 l polynomials of column `rank`, contiguous M values each,
 // swizzled by key_position) come into shared memory by the copy engine, completing on
@@ -1120,8 +1123,7 @@ __device__ __forceinline__ void store_async_in_cluster(u32 address, double2 v, u
     asm volatile(
         "st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f64 [%0], {%1, %2}, [%3];" ::
             "r"(address),
-        "d"(v.x), "d"(v.y), "r"(bar)
-        : "memory");
+        "d"(v.x), "d"(v.y), "r"(bar));
 }
 
 // Thread 0: copies `rows` polynomials of M complex values, `stride` values apart in global
