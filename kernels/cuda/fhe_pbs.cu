@@ -1025,11 +1025,12 @@ FHE_DEFINE_AMORTIZED(FHE_KERNEL_NAME(fhe_blind_rotate_amortized_shared), true)
 //      8 consecutive bit-reversed positions 8u to 8u + 7 (forward_last_stages);
 //   2. thread u sends them straight into its place in the receive slot that every other
 //      block of the cluster keeps for this block (st.async: each store counts its 16 bytes
-//      towards the receiver's `digits_ready[parity]` mbarrier when it lands), and multiplies
-//      them by its key values into its 8 outputs.
-// Then thread 0 having announced the (K1 - 1) l M values it expects per CMux, each thread
-// waits on its own `digits_ready[parity]` until they have landed: no block-wide barrier, no
-// fence on the way. (Per-thread remote stores with release arrivals and acquire waits at
+//      towards the receiver's mbarrier `digits_ready[parity][warp]` of its warp when it
+//      lands), and multiplies them by its key values into its 8 outputs.
+// Lane 0 of each warp having announced the values its warp expects per CMux (the positions
+// of its 32 threads from each other block and level), each thread waits on its warp's
+// `digits_ready[parity][warp]` until they have landed: no block-wide barrier, no fence, and
+// a warp never waits for the other blocks' other warps. (Per-thread remote stores with release arrivals and acquire waits at
 // cluster scope cost a memory barrier per warp and an L1 invalidation per CMux: 3.58 ms for one
 // KS+PBS on an H100, 3.18 ms with st.async.) It adds the other blocks' digits times their key
 // rows to its outputs, and the inverse FFT starts on them in registers (the P stages by
@@ -1037,10 +1038,11 @@ FHE_DEFINE_AMORTIZED(FHE_KERNEL_NAME(fhe_blind_rotate_amortized_shared), true)
 // memory, the last one untwisting, rounding and adding into the accumulator. The pointwise
 // product never goes through shared memory, and at N = 2048 an FFT takes two round trips
 // through it, not four.
-// Why a receive slot is never overwritten early: block r sends CMux i + 2's digits (into
-// parity i & 1 again) only after it has received this block's digits of CMux i + 1, which
-// each thread here sends only after its pointwise product of CMux i has used every value it
-// read from the slots of parity i & 1.
+// Why a receive slot is never overwritten early: warp w of block r sends CMux i + 2's digits
+// (into parity i & 1 again) only after it has received the digits of CMux i + 1 from warp w
+// here, which each thread sends only after its pointwise product of CMux i has used every
+// value it read from the slots of parity i & 1 (warp w's positions, the only ones warp w of
+// block r writes).
 //
 // The key rows of a CMux (K1 l polynomials of column `rank`, contiguous M values each,
 // swizzled by key_position) come into shared memory by the copy engine, completing on
@@ -1115,15 +1117,24 @@ __device__ __forceinline__ void mbarrier_wait(u64 *bar, u32 parity) {
     } while (!done);
 }
 
-// Stores v at shared::cluster address `address` (another block's shared memory) without
-// waiting: the 16 bytes count towards the transaction count of the mbarrier at shared::cluster
-// address `bar` (in the same block) when they land. No fence: the receiver's wait on that
-// mbarrier makes them visible.
-__device__ __forceinline__ void store_async_in_cluster(u32 address, double2 v, u32 bar) {
+// Copies `bytes` at `src` in this block's shared memory to shared::cluster address `dst`
+// (another block's shared memory) with the copy engine, completing on the mbarrier at
+// shared::cluster address `bar` (in the same block), and commits the copy to this thread's
+// bulk async-group (wait_bulk_reads). The writers of `src` have fenced (fence.proxy.async).
+__device__ __forceinline__ void copy_to_cluster(u32 dst, const double2 *src, u32 bytes,
+                                                u32 bar) {
     asm volatile(
-        "st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f64 [%0], {%1, %2}, [%3];" ::
-            "r"(address),
-        "d"(v.x), "d"(v.y), "r"(bar));
+        "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], "
+        "%2, [%3];\n\t"
+        "cp.async.bulk.commit_group;" ::"r"(dst),
+        "r"(shared_address(src)), "r"(bytes), "r"(bar)
+        : "memory");
+}
+
+// Waits until this thread's bulk copies have read their sources (which may then be
+// overwritten).
+__device__ __forceinline__ void wait_bulk_reads() {
+    asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
 }
 
 // Thread 0: copies `rows` polynomials of M complex values, `stride` values apart in global
@@ -1240,28 +1251,34 @@ __device__ __forceinline__ void blind_rotate_cluster(
     constexpr u32 N_POLY = 2 * M;
     constexpr u32 PM = M + (M >> LOG_E);
     constexpr int ROWS = K1 * LEVELS;
-    constexpr u32 RECEIVED = (K1 - 1) * LEVELS * M;  // complex values per parity
+    constexpr u32 WARPS = THREADS / 32;
+    // Each warp's 8 x 32 positions, sent and received as one block of WARP_VALUES values
+    // (key_position order) at the start of the warp's WARP_SPAN padded slots.
+    constexpr u32 WARP_VALUES = 32 * E;
+    constexpr u32 WARP_SPAN = WARP_VALUES + (WARP_VALUES >> LOG_E);
+    constexpr u32 RECEIVED = (K1 - 1) * LEVELS * PM;  // complex values per parity
+    static_assert(THREADS % 32 == 0, "whole warps (N >= 512)");
     constexpr u64 GGSW = (u64)ROWS * K1 * M;          // complex values per GGSW
     extern __shared__ double2 fhe_smem[];
     const u32 n = s.lwe_dimension;
     const u32 rank = cluster_rank();
     const u64 ct = blockIdx.x / K1;
     const u32 *sw = switched + ct * (n + 1);
-    // [parity][sender, the others in rank order][level][M values in key_position order]
+    // [parity][sender: the other blocks in rank order][level][warp][WARP_SPAN slots]
     double2 *const received = fhe_smem;
     double2 *const work = received + 2 * RECEIVED;  // one padded polynomial; first the twiddles
     u64 *const acc = (u64 *)(work + PM);
     double2 *const key_s = (double2 *)(acc + N_POLY);  // ROWS polynomials
     u64 *const key_ready = (u64 *)(key_s + ROWS * M);
-    u64 *const digits_ready = key_ready + 1;  // [parity]
+    u64 *const digits_ready = key_ready + 1;  // [parity][warp]
     // This block's column of the key: polynomial (row K1 + rank) of each GGSW row.
     const double2 *key_column = bsk + (u64)rank * M;
     const u32 u = threadIdx.x;
 
+    const u32 warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (threadIdx.x == 0) {
         mbarrier_init(key_ready);
-        mbarrier_init(&digits_ready[0]);
-        mbarrier_init(&digits_ready[1]);
+        for (u32 b = 0; b < 2 * WARPS; b++) mbarrier_init(&digits_ready[b]);
         if (n > 0) copy_key_rows<LOG2M>(key_s, key_column, ROWS, (u64)K1 * M, key_ready);
     }
     load_twiddles(work, tw_staged, M - 1);
@@ -1278,14 +1295,16 @@ __device__ __forceinline__ void blind_rotate_cluster(
     // Every block's mbarriers exist before anyone arrives; the twiddles are read before
     // `work` is written.
     cluster_barrier();
-    // Where this thread's digits go in block t (its slot for this block, parity 0) and t's
-    // mbarriers.
-    u32 remote_slot[K1], remote_ready[K1];
+    // Where this thread's digits go in the o-th other block t (its slot for this block,
+    // parity 0) and t's mbarrier for this warp. Slot o of this block receives from the o-th
+    // other block.
+    u32 remote_slot[K1 - 1], remote_ready[K1 - 1];
 #pragma unroll
-    for (u32 t = 0; t < K1; t++) {
-        const u32 slot = rank < t ? rank : rank - 1;  // (t = rank: unused)
-        remote_slot[t] = t == rank ? 0 : cluster_address(received + slot * LEVELS * M, t);
-        remote_ready[t] = cluster_address(digits_ready, t);
+    for (int o = 0; o < K1 - 1; o++) {
+        const u32 t = o < rank ? o : o + 1;
+        const u32 slot = rank < t ? rank : rank - 1;
+        remote_slot[o] = cluster_address(received + slot * LEVELS * PM, t);
+        remote_ready[o] = cluster_address(&digits_ready[warp], t);
     }
 
     u32 a_next = sw[0];
@@ -1293,11 +1312,15 @@ __device__ __forceinline__ void blind_rotate_cluster(
         const u32 a = a_next;
         if (i + 1 < n) a_next = sw[i + 1];  // in flight during this CMux
         const u32 parity = i & 1;
-        if (threadIdx.x == 0) mbarrier_expect(&digits_ready[parity], RECEIVED * 16);
+        u64 *const ready = &digits_ready[parity * WARPS + warp];
+        if (lane == 0) mbarrier_expect(ready, (K1 - 1) * LEVELS * WARP_VALUES * 16);
         double2 out[E];
 #pragma unroll
         for (int level = 0; level < LEVELS; level++) {
-            if (level > 0) __syncthreads();  // the last level's last pass has read `work`
+            if (level > 0) {  // the last level's last pass and copies have read `work`
+                if (lane == 0) wait_bulk_reads();
+                __syncthreads();
+            }
             decompose_first_pass<LOG2M, LOG_E, THREADS, 1, B, true, LEVELS>(acc, a, work, tw,
                                                                             twist, &own, level);
             __syncthreads();
@@ -1305,39 +1328,46 @@ __device__ __forceinline__ void blind_rotate_cluster(
             double2 x[E];
             forward_last_stages<LOG2M>(work, tw, x);
             if (level == 0) mbarrier_wait(key_ready, parity);
+            // This warp's values into its own part of `work` (which only this warp reads in
+            // forward_last_stages), then to every other block with the copy engine.
+            __syncwarp();
+            double2 *const outgoing = work + warp * WARP_SPAN;
+#pragma unroll
+            for (int e = 0; e < E; e++) outgoing[lane * E + (e ^ (lane & 7))] = x[e];
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            __syncwarp();
+            if (lane == 0) {
+                const u32 offset = (parity * RECEIVED + level * PM + warp * WARP_SPAN) * 16;
+#pragma unroll
+                for (int o = 0; o < K1 - 1; o++) {
+                    copy_to_cluster(remote_slot[o] + offset, outgoing, WARP_VALUES * 16,
+                                    remote_ready[o] + parity * WARPS * 8);
+                }
+            }
             const double2 *key_row = key_s + (level * K1 + rank) * M;
 #pragma unroll
             for (int e = 0; e < E; e++) {
-                const u32 at = key_position(u * E + e);
-                const u32 offset = (parity * RECEIVED + level * M + at) * 16;
-#pragma unroll
-                for (u32 t = 0; t < K1; t++) {
-                    if (t != rank) {
-                        store_async_in_cluster(remote_slot[t] + offset, x[e],
-                                               remote_ready[t] + parity * 8);
-                    }
-                }
-                const double2 product = cmul(x[e], key_row[at]);
+                const double2 product = cmul(x[e], key_row[key_position(u * E + e)]);
                 out[e] = level == 0 ? product : cadd(out[e], product);
             }
         }
-        mbarrier_wait(&digits_ready[parity], (i >> 1) & 1);
+        mbarrier_wait(ready, (i >> 1) & 1);
 #pragma unroll
-        for (u32 r = 0; r < K1; r++) {
-            if (r == rank) continue;
-            const u32 slot = r < rank ? r : r - 1;
+        for (int o = 0; o < K1 - 1; o++) {
+            const u32 sender = o < rank ? o : o + 1;
 #pragma unroll
             for (int level = 0; level < LEVELS; level++) {
                 const double2 *digits =
-                    received + parity * RECEIVED + (slot * LEVELS + level) * M;
-                const double2 *key_row = key_s + (level * K1 + r) * M;
+                    received + parity * RECEIVED + (o * LEVELS + level) * PM + warp * WARP_SPAN;
+                const double2 *key_row = key_s + (level * K1 + sender) * M;
 #pragma unroll
                 for (int e = 0; e < E; e++) {
-                    const u32 at = key_position(u * E + e);
-                    out[e] = cadd(out[e], cmul(digits[at], key_row[at]));
+                    out[e] = cadd(out[e], cmul(digits[lane * E + (e ^ (lane & 7))],
+                                               key_row[key_position(u * E + e)]));
                 }
             }
         }
+        if (lane == 0) wait_bulk_reads();  // before `work` is written again
         __syncthreads();  // every thread has read `work` and the key rows
         if (threadIdx.x == 0 && i + 1 < n) {
             copy_key_rows<LOG2M>(key_s, key_column + (i + 1) * GGSW, ROWS, (u64)K1 * M,
