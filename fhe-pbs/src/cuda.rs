@@ -64,11 +64,12 @@
 //!   values each); block `c` owns accumulator polynomial `c` in its shared memory and output
 //!   column `c`. The forward FFT's last pass and the inverse's first run in registers (the
 //!   radix-2 stages of half spans below 8 by lane shuffles), so that the pointwise product
-//!   happens in registers too; each thread sends its Fourier digits straight into the other
-//!   blocks' shared memory (`st.async` within the cluster), and each block waits on an
-//!   mbarrier for the bytes it receives: no cluster-wide barrier or memory fence per CMux.
-//!   The key rows of the next CMux come into shared memory by the copy engine (`cp.async.bulk`)
-//!   while the current one finishes. Clusters rather than a cooperative grid because the
+//!   happens in registers too; each warp sends its Fourier digits into the other blocks'
+//!   shared memory with the copy engine (`cp.async.bulk` within the cluster), and each warp
+//!   waits on its own mbarrier for the bytes it receives: no cluster-wide barrier or memory
+//!   fence per CMux.
+//!   The key rows of the next CMux come into shared memory by the copy engine too while the
+//!   current one finishes. Clusters rather than a cooperative grid because the
 //!   blocks of a cluster are co-scheduled and reach each other's shared memory directly,
 //!   while a grid sync goes through global memory atomics over the whole grid, which alone
 //!   would take most of the 2 us budget of a CMux. Where clusters are not available (older

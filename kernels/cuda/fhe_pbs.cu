@@ -1023,26 +1023,31 @@ FHE_DEFINE_AMORTIZED(FHE_KERNEL_NAME(fhe_blind_rotate_amortized_shared), true)
 //      half span 2^P, P = log2 M mod 3) and the P radix-2 stages after it run in registers,
 //      those P stages between neighbouring lanes by shuffles, so that thread u ends with the
 //      8 consecutive bit-reversed positions 8u to 8u + 7 (forward_last_stages);
-//   2. thread u sends them straight into its place in the receive slot that every other
-//      block of the cluster keeps for this block (st.async: each store counts its 16 bytes
-//      towards the receiver's mbarrier `digits_ready[parity][warp]` of its warp when it
-//      lands), and multiplies them by its key values into its 8 outputs.
-// Lane 0 of each warp having announced the values its warp expects per CMux (the positions
-// of its 32 threads from each other block and level), each thread waits on its warp's
-// `digits_ready[parity][warp]` until they have landed: no block-wide barrier, no fence, and
-// a warp never waits for the other blocks' other warps. (Per-thread remote stores with release arrivals and acquire waits at
-// cluster scope cost a memory barrier per warp and an L1 invalidation per CMux: 3.58 ms for one
-// KS+PBS on an H100, 3.18 ms with st.async.) It adds the other blocks' digits times their key
-// rows to its outputs, and the inverse FFT starts on them in registers (the P stages by
-// shuffles and the first full pass, inverse_first_stages), then the passes through shared
-// memory, the last one untwisting, rounding and adding into the accumulator. The pointwise
-// product never goes through shared memory, and at N = 2048 an FFT takes two round trips
-// through it, not four.
+//   2. thread u writes them into its warp's own part of `work` (the 8 x 32 positions the
+//      warp's tasks read in that last pass, no other warp's), and lane 0 sends that block of
+//      4 KB into the receive slot every other block keeps for this block, with the copy
+//      engine (cp.async.bulk shared::cta -> shared::cluster), completing on the receiver's
+//      mbarrier `digits_ready[parity][warp]` for this warp; thread u multiplies its values
+//      by its key values into its 8 outputs meanwhile.
+// Lane 0 of each warp having announced the bytes its warp expects per CMux (the positions of
+// its 32 threads from each other block and level), each thread waits on its warp's
+// `digits_ready[parity][warp]` until they have landed: no block-wide barrier and no fence
+// across blocks, and a warp never waits for the other blocks' other warps. It adds the other
+// blocks' digits times their key rows to its outputs, and the inverse FFT starts on them in
+// registers (the P stages by shuffles and the first full pass, inverse_first_stages), then
+// the passes through shared memory, the last one untwisting, rounding and adding into the
+// accumulator. The pointwise product never goes through shared memory, and at N = 2048 an
+// FFT takes two round trips through it, not four. (Measured on an H100, one KS+PBS: remote
+// stores by every thread with release arrivals and cluster-scope acquire waits, 3.58 ms (a
+// memory barrier per warp and an L1 invalidation per CMux); st.async by every thread,
+// completing on the receiver's mbarrier, 3.1 to 3.2 ms (its remote stores held up the block's
+// shared-memory loads); one bulk copy per warp, 2.90 ms.)
 // Why a receive slot is never overwritten early: warp w of block r sends CMux i + 2's digits
 // (into parity i & 1 again) only after it has received the digits of CMux i + 1 from warp w
-// here, which each thread sends only after its pointwise product of CMux i has used every
+// here, which this warp sends only after its pointwise product of CMux i has used every
 // value it read from the slots of parity i & 1 (warp w's positions, the only ones warp w of
-// block r writes).
+// block r writes). Lane 0 waits until its copies have read `work` before the block's next
+// barrier, after which `work` is written again.
 //
 // The key rows of a CMux (K1 l polynomials of column `rank`, contiguous M values each,
 // swizzled by key_position) come into shared memory by the copy engine, completing on
