@@ -452,10 +452,10 @@ __device__ __forceinline__ double2 cmul_conj(double2 a, double2 b) {
 // (spans 2, 4, ..., M): bit-reversed in, natural out, the partial pass first. A full pass
 // whose smallest half span is q = 2^Q_LOG gives task u the values at
 // ((u >> Q_LOG) << (Q_LOG + LOG_E)) + (u mod q) + q e, e < E; a partial pass (q = 1) the E
-// consecutive values from u E, in groups of 2^B. The twiddles live in shared memory, either
+// consecutive values from u E, in groups of 2^B. The twiddles live either in shared memory
 // as tw[t] = exp(-2 pi i t / M), t < M/2, W_{2h}^r = tw[r << (LOG2M - 1 - log2 h)] (the
-// amortized kernel: half the space), or STAGED: W_{2h}^r = tw[h - 1 + r], each stage's
-// twiddles consecutive, M - 1 values (the cluster kernel: no bank conflicts on them).
+// amortized kernel), or in registers (TwiddleRegisters: the cluster kernel, which fills them
+// from the staged table W_{2h}^r = tw[h - 1 + r], each stage's twiddles consecutive).
 
 template <int LOG_E>
 __device__ __forceinline__ u32 padded(u32 i) {
@@ -482,14 +482,13 @@ __device__ __forceinline__ double2 times_root16(double2 w, int k) {
 
 // The twiddle of butterfly group mm of the stage with half span h = 2^(Q_LOG + hbit) for the
 // task with j0, W_2h^(j0 + q mm) = W_2h^j0 exp(-i pi mm / 2^hbit): one read from shared memory
-// (layouts above) per stage, w0 = W_2h^j0 (read by the caller for mm = 0 and passed back in),
+// (layout above) per stage, w0 = W_2h^j0 (read by the caller for mm = 0 and passed back in),
 // times a constant root of unity (hbit <= 3).
-template <int LOG2M, int Q_LOG, bool STAGED>
+template <int LOG2M, int Q_LOG>
 __device__ __forceinline__ double2 stage_twiddle(const double2 *tw, u32 j0, int hbit, int mm,
                                                  double2 w0) {
     if (mm == 0) {
-        return STAGED ? tw[(1u << (Q_LOG + hbit)) - 1 + j0]
-                      : tw[j0 << (LOG2M - 1 - (Q_LOG + hbit))];
+        return tw[j0 << (LOG2M - 1 - (Q_LOG + hbit))];
     }
     return times_root16(w0, mm << (3 - hbit));
 }
@@ -504,7 +503,7 @@ struct TwiddleRegisters {
     double2 w[LOG2M][(1 << LOG_E) - 1];
 };
 
-template <int LOG2M, int Q_LOG, bool STAGED, int LOG_E>
+template <int LOG2M, int Q_LOG, int LOG_E>
 __device__ __forceinline__ double2 stage_twiddle(const TwiddleRegisters<LOG2M, LOG_E> &regs, u32,
                                                  int hbit, int mm, double2) {
     return regs.w[Q_LOG][(1 << hbit) - 1 + mm];
@@ -533,7 +532,7 @@ __device__ __forceinline__ void load_twiddle_registers(TwiddleRegisters<LOG2M, L
 
 // B radix-2 stages on the E values of one task: j0 = u mod q, the position of value e in its
 // span being j0 + q e (mod the span). `tw`: the twiddles in shared memory or registers.
-template <int LOG2M, int LOG_E, int B, int Q_LOG, bool INVERSE, bool STAGED, typename Tw>
+template <int LOG2M, int LOG_E, int B, int Q_LOG, bool INVERSE, typename Tw>
 __device__ __forceinline__ void fft_stages(double2 (&x)[1 << LOG_E], u32 j0, const Tw &tw) {
     static_assert(LOG_E <= 4, "stage_twiddle derives at most 8 twiddles per stage");
     constexpr int E = 1 << LOG_E;
@@ -543,7 +542,7 @@ __device__ __forceinline__ void fft_stages(double2 (&x)[1 << LOG_E], u32 j0, con
         double2 w0 = make_double2(1.0, 0.0);
 #pragma unroll
         for (int mm = 0; mm < (1 << hbit); mm++) {
-            const double2 w = stage_twiddle<LOG2M, Q_LOG, STAGED>(tw, j0, hbit, mm, w0);
+            const double2 w = stage_twiddle<LOG2M, Q_LOG>(tw, j0, hbit, mm, w0);
             if (mm == 0) w0 = w;
 #pragma unroll
             for (int e = 0; e < E; e++) {
@@ -605,7 +604,7 @@ __host__ __device__ constexpr int task_unroll(u32 total, u32 threads, int e) {
 // acc + p N): acc[j] += round(Re), acc[j + M] += round(Im); with `own` (not null: one task
 // per thread), the old values come from and the new ones also go to those registers.
 template <int LOG2M, int LOG_E, int THREADS, int POLYS, int B, int Q_LOG, bool INVERSE,
-          bool FUSE_ACC, bool STAGED, typename Tw>
+          bool FUSE_ACC, typename Tw>
 __device__ __forceinline__ void fft_pass(double2 *data, const Tw &tw, u64 *acc,
                                          const double2 *__restrict__ twist,
                                          OwnCoefficients<1 << LOG_E> *own = nullptr) {
@@ -626,7 +625,7 @@ __device__ __forceinline__ void fft_pass(double2 *data, const Tw &tw, u64 *acc,
         double2 x[E];
 #pragma unroll
         for (int e = 0; e < E; e++) x[e] = p[padded<LOG_E>(base + ((u32)e << Q_LOG))];
-        fft_stages<LOG2M, LOG_E, B, Q_LOG, INVERSE, STAGED>(x, j0, tw);
+        fft_stages<LOG2M, LOG_E, B, Q_LOG, INVERSE>(x, j0, tw);
         if (FUSE_ACC) {
             u64 *a = acc + (u64)poly * 2 * M;
 #pragma unroll
@@ -656,17 +655,17 @@ __device__ __forceinline__ void fft_pass(double2 *data, const Tw &tw, u64 *acc,
 // from the one whose largest half span is 2^(HI - 1) on, down to (not including) the one
 // whose largest half span is 2^(STOP - 1) (STOP = 0: to the end). Ends with __syncthreads()
 // when SYNC_LAST (full passes always end with one); the caller syncs before.
-template <int LOG2M, int LOG_E, int THREADS, int POLYS, bool STAGED, bool SYNC_LAST,
+template <int LOG2M, int LOG_E, int THREADS, int POLYS, bool SYNC_LAST,
           int HI = LOG2M, int STOP = 0, typename Tw>
 __device__ __forceinline__ void fft_forward(double2 *data, const Tw &tw) {
     if constexpr (HI > STOP && HI > LOG_E) {
-        fft_pass<LOG2M, LOG_E, THREADS, POLYS, LOG_E, HI - LOG_E, false, false, STAGED>(
+        fft_pass<LOG2M, LOG_E, THREADS, POLYS, LOG_E, HI - LOG_E, false, false>(
             data, tw, nullptr, nullptr);
         __syncthreads();
-        fft_forward<LOG2M, LOG_E, THREADS, POLYS, STAGED, SYNC_LAST, HI - LOG_E, STOP>(data,
+        fft_forward<LOG2M, LOG_E, THREADS, POLYS, SYNC_LAST, HI - LOG_E, STOP>(data,
                                                                                       tw);
     } else if constexpr (HI > STOP) {  // the last pass: LOG_E stages, or HI < LOG_E with q = 1
-        fft_pass<LOG2M, LOG_E, THREADS, POLYS, HI, 0, false, false, STAGED>(data, tw, nullptr,
+        fft_pass<LOG2M, LOG_E, THREADS, POLYS, HI, 0, false, false>(data, tw, nullptr,
                                                                             nullptr);
         if (SYNC_LAST) __syncthreads();
     }
@@ -676,26 +675,26 @@ __device__ __forceinline__ void fft_forward(double2 *data, const Tw &tw) {
 // is untwisted, rounded and added to `acc` (fft_pass with FUSE_ACC): the passes from the one
 // whose smallest half span is 2^LO on, FIRST for the whole transform (the partial pass of
 // LOG2M mod LOG_E stages first). Ends with __syncthreads(); the caller syncs before.
-template <int LOG2M, int LOG_E, int THREADS, int POLYS, bool STAGED, int LO = 0,
+template <int LOG2M, int LOG_E, int THREADS, int POLYS, int LO = 0,
           bool FIRST = true, typename Tw>
 __device__ __forceinline__ void fft_inverse_add(double2 *data, const Tw &tw, u64 *acc,
                                                 const double2 *__restrict__ twist,
                                                 OwnCoefficients<1 << LOG_E> *own = nullptr) {
     constexpr int PARTIAL = LOG2M % LOG_E;
     if constexpr (FIRST && PARTIAL > 0) {
-        fft_pass<LOG2M, LOG_E, THREADS, POLYS, PARTIAL, 0, true, false, STAGED>(data, tw, nullptr,
+        fft_pass<LOG2M, LOG_E, THREADS, POLYS, PARTIAL, 0, true, false>(data, tw, nullptr,
                                                                                nullptr);
         __syncthreads();
-        fft_inverse_add<LOG2M, LOG_E, THREADS, POLYS, STAGED, PARTIAL, false>(data, tw, acc,
+        fft_inverse_add<LOG2M, LOG_E, THREADS, POLYS, PARTIAL, false>(data, tw, acc,
                                                                              twist, own);
     } else if constexpr (LO + LOG_E < LOG2M) {
-        fft_pass<LOG2M, LOG_E, THREADS, POLYS, LOG_E, LO, true, false, STAGED>(data, tw, nullptr,
+        fft_pass<LOG2M, LOG_E, THREADS, POLYS, LOG_E, LO, true, false>(data, tw, nullptr,
                                                                               nullptr);
         __syncthreads();
-        fft_inverse_add<LOG2M, LOG_E, THREADS, POLYS, STAGED, LO + LOG_E, false>(data, tw, acc,
+        fft_inverse_add<LOG2M, LOG_E, THREADS, POLYS, LO + LOG_E, false>(data, tw, acc,
                                                                                 twist, own);
     } else {
-        fft_pass<LOG2M, LOG_E, THREADS, POLYS, LOG_E, LO, true, true, STAGED>(data, tw, acc,
+        fft_pass<LOG2M, LOG_E, THREADS, POLYS, LOG_E, LO, true, true>(data, tw, acc,
                                                                              twist, own);
         __syncthreads();
     }
@@ -758,7 +757,7 @@ __device__ __forceinline__ void decompose_difference(const u64 *p, u32 a, double
 // registers and stores the results to polynomial r of `dig` (padded): no round trip of the
 // digits through shared memory. With `own` (not null: one task per thread), p[j_e] and
 // p[j_e + M] come from registers (OwnCoefficients).
-template <int LOG2M, int LOG_E, int THREADS, int POLYS, u32 B, bool STAGED, int LEVELS = 1,
+template <int LOG2M, int LOG_E, int THREADS, int POLYS, u32 B, int LEVELS = 1,
           typename Tw>
 __device__ __forceinline__ void decompose_first_pass(const u64 *acc, u32 a, double2 *dig,
                                                      const Tw &tw,
@@ -793,7 +792,7 @@ __device__ __forceinline__ void decompose_first_pass(const u64 *acc, u32 a, doub
             }
             x[e] = next_twisted_digits<B>(state_lo, state_hi, __ldg(twist + j));
         }
-        fft_stages<LOG2M, LOG_E, LOG_E, Q_LOG, false, STAGED>(x, u, tw);
+        fft_stages<LOG2M, LOG_E, LOG_E, Q_LOG, false>(x, u, tw);
         double2 *out = dig + r * PM;
 #pragma unroll
         for (int e = 0; e < E; e++) out[padded<LOG_E>(u + ((u32)e << Q_LOG))] = x[e];
@@ -959,10 +958,10 @@ __device__ __forceinline__ void blind_rotate_amortized(
         const double2 *ggsw = bsk + (u64)i * ROWS * K1 * M;
         prefetch_key<LOG2M, THREADS, ROWS * K1>(ggsw);
         if constexpr (FUSED) {
-            decompose_first_pass<LOG2M, LOG_E, THREADS, K1, B, false>(acc, a, dig, tw_s, twist,
+            decompose_first_pass<LOG2M, LOG_E, THREADS, K1, B>(acc, a, dig, tw_s, twist,
                                                                      nullptr);
             __syncthreads();
-            fft_forward<LOG2M, LOG_E, THREADS, ROWS, false, true, LOG2M - LOG_E>(dig, tw_s);
+            fft_forward<LOG2M, LOG_E, THREADS, ROWS, true, LOG2M - LOG_E>(dig, tw_s);
         } else {
 #pragma unroll
             for (int r = 0; r < K1; r++) {
@@ -970,7 +969,7 @@ __device__ __forceinline__ void blind_rotate_amortized(
                     acc + r * N_POLY, a, dig + r * PM, twist);
             }
             __syncthreads();
-            fft_forward<LOG2M, LOG_E, THREADS, ROWS, false, true>(dig, tw_s);
+            fft_forward<LOG2M, LOG_E, THREADS, ROWS, true>(dig, tw_s);
         }
 #pragma unroll 2
         for (u32 j = threadIdx.x; j < M; j += THREADS) {
@@ -991,7 +990,7 @@ __device__ __forceinline__ void blind_rotate_amortized(
             for (int c = 0; c < K1; c++) dig[c * PM + pj] = out[c];
         }
         __syncthreads();
-        fft_inverse_add<LOG2M, LOG_E, THREADS, K1, false>(dig, tw_s, acc, twist);
+        fft_inverse_add<LOG2M, LOG_E, THREADS, K1>(dig, tw_s, acc, twist);
     }
     if (ALL_SHARED || acc_in_shared) {
         for (u32 t = threadIdx.x; t < K1 * N_POLY; t += THREADS) out_glwe[t] = acc[t];
@@ -1222,7 +1221,7 @@ __device__ __forceinline__ void forward_last_stages(const double2 *data, const T
     const u32 base = task_base<LOG_E, P>(threadIdx.x);
 #pragma unroll
     for (int e = 0; e < 8; e++) x[e] = data[padded<LOG_E>(base + ((u32)e << P))];
-    fft_stages<LOG2M, LOG_E, LOG_E, P, false, true>(x, threadIdx.x & ((1u << P) - 1), tw);
+    fft_stages<LOG2M, LOG_E, LOG_E, P, false>(x, threadIdx.x & ((1u << P) - 1), tw);
     if constexpr (P == 2) cross_lane_dif_stage<2>(x);
     if constexpr (P >= 1) cross_lane_dif_stage<1>(x);
 }
@@ -1236,7 +1235,7 @@ __device__ __forceinline__ void inverse_first_stages(double2 (&x)[8], const Tw &
     constexpr int LOG_E = FHE_CLUSTER_LOG_E, P = LOG2M % LOG_E;
     if constexpr (P >= 1) cross_lane_dit_stage<1>(x);
     if constexpr (P == 2) cross_lane_dit_stage<2>(x);
-    fft_stages<LOG2M, LOG_E, LOG_E, P, true, true>(x, threadIdx.x & ((1u << P) - 1), tw);
+    fft_stages<LOG2M, LOG_E, LOG_E, P, true>(x, threadIdx.x & ((1u << P) - 1), tw);
     const u32 base = task_base<LOG_E, P>(threadIdx.x);
 #pragma unroll
     for (int e = 0; e < 8; e++) data[padded<LOG_E>(base + ((u32)e << P))] = x[e];
@@ -1326,10 +1325,10 @@ __device__ __forceinline__ void blind_rotate_cluster(
                 if (lane == 0) wait_bulk_reads();
                 __syncthreads();
             }
-            decompose_first_pass<LOG2M, LOG_E, THREADS, 1, B, true, LEVELS>(acc, a, work, tw,
+            decompose_first_pass<LOG2M, LOG_E, THREADS, 1, B, LEVELS>(acc, a, work, tw,
                                                                             twist, &own, level);
             __syncthreads();
-            fft_forward<LOG2M, LOG_E, THREADS, 1, true, true, LOG2M - LOG_E, P + LOG_E>(work, tw);
+            fft_forward<LOG2M, LOG_E, THREADS, 1, true, LOG2M - LOG_E, P + LOG_E>(work, tw);
             double2 x[E];
             forward_last_stages<LOG2M>(work, tw, x);
             if (level == 0) mbarrier_wait(key_ready, parity);
@@ -1380,7 +1379,7 @@ __device__ __forceinline__ void blind_rotate_cluster(
         }
         inverse_first_stages<LOG2M>(out, tw, work);
         __syncthreads();
-        fft_inverse_add<LOG2M, LOG_E, THREADS, 1, true, P + LOG_E, false>(work, tw, acc, twist,
+        fft_inverse_add<LOG2M, LOG_E, THREADS, 1, P + LOG_E, false>(work, tw, acc, twist,
                                                                           &own);
     }
     // No block may exit (freeing its shared memory and mbarriers) while another may still
