@@ -1124,7 +1124,7 @@ __device__ __forceinline__ void mbarrier_wait(u64 *bar, u32 parity) {
 // Copies `bytes` at `src` in this block's shared memory to shared::cluster address `dst`
 // (another block's shared memory) with the copy engine, completing on the mbarrier at
 // shared::cluster address `bar` (in the same block), and commits the copy to this thread's
-// bulk async-group (wait_bulk_reads). The writers of `src` have fenced (fence.proxy.async).
+// bulk async-group (wait_bulk_reads). The writers of `src` have fenced (fence_proxy_async).
 __device__ __forceinline__ void copy_to_cluster(u32 dst, const double2 *src, u32 bytes,
                                                 u32 bar) {
     asm volatile(
@@ -1141,6 +1141,12 @@ __device__ __forceinline__ void wait_bulk_reads() {
     asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
 }
 
+// Orders this thread's earlier shared-memory accesses before later copy-engine (async
+// proxy) accesses to the same memory.
+__device__ __forceinline__ void fence_proxy_async() {
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
 // Thread 0: copies `rows` polynomials of M complex values, `stride` values apart in global
 // memory, to consecutive polynomials at `dst` in shared memory, completing on `bar`. The
 // buffer's previous contents were read by ordinary loads before the caller's last barrier.
@@ -1148,7 +1154,7 @@ template <int LOG2M>
 __device__ __forceinline__ void copy_key_rows(double2 *dst, const double2 *src, int rows,
                                               u64 stride, u64 *bar) {
     constexpr u32 ROW_BYTES = (1u << LOG2M) * 16;
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    fence_proxy_async();
     mbarrier_expect(bar, ROW_BYTES * rows);
     for (int row = 0; row < rows; row++) {
         asm volatile(
@@ -1256,12 +1262,12 @@ __device__ __forceinline__ void blind_rotate_cluster(
     constexpr u32 PM = M + (M >> LOG_E);
     constexpr int ROWS = K1 * LEVELS;
     constexpr u32 WARPS = THREADS / 32;
+    static_assert(THREADS % 32 == 0, "whole warps (N >= 512)");
     // Each warp's 8 x 32 positions, sent and received as one block of WARP_VALUES values
-    // (key_position order) at the start of the warp's WARP_SPAN padded slots.
+    // (key_position order within the warp's block) at the start of its WARP_SPAN padded slots.
     constexpr u32 WARP_VALUES = 32 * E;
     constexpr u32 WARP_SPAN = WARP_VALUES + (WARP_VALUES >> LOG_E);
     constexpr u32 RECEIVED = (K1 - 1) * LEVELS * PM;  // complex values per parity
-    static_assert(THREADS % 32 == 0, "whole warps (N >= 512)");
     constexpr u64 GGSW = (u64)ROWS * K1 * M;          // complex values per GGSW
     extern __shared__ double2 fhe_smem[];
     const u32 n = s.lwe_dimension;
@@ -1277,9 +1283,7 @@ __device__ __forceinline__ void blind_rotate_cluster(
     u64 *const digits_ready = key_ready + 1;  // [parity][warp]
     // This block's column of the key: polynomial (row K1 + rank) of each GGSW row.
     const double2 *key_column = bsk + (u64)rank * M;
-    const u32 u = threadIdx.x;
-
-    const u32 warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const u32 u = threadIdx.x, warp = u / 32, lane = u % 32;
     if (threadIdx.x == 0) {
         mbarrier_init(key_ready);
         for (u32 b = 0; b < 2 * WARPS; b++) mbarrier_init(&digits_ready[b]);
@@ -1337,8 +1341,8 @@ __device__ __forceinline__ void blind_rotate_cluster(
             __syncwarp();
             double2 *const outgoing = work + warp * WARP_SPAN;
 #pragma unroll
-            for (int e = 0; e < E; e++) outgoing[lane * E + (e ^ (lane & 7))] = x[e];
-            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            for (int e = 0; e < E; e++) outgoing[key_position(lane * E + e)] = x[e];
+            fence_proxy_async();
             __syncwarp();
             if (lane == 0) {
                 const u32 offset = (parity * RECEIVED + level * PM + warp * WARP_SPAN) * 16;
@@ -1366,7 +1370,7 @@ __device__ __forceinline__ void blind_rotate_cluster(
                 const double2 *key_row = key_s + (level * K1 + sender) * M;
 #pragma unroll
                 for (int e = 0; e < E; e++) {
-                    out[e] = cadd(out[e], cmul(digits[lane * E + (e ^ (lane & 7))],
+                    out[e] = cadd(out[e], cmul(digits[key_position(lane * E + e)],
                                                key_row[key_position(u * E + e)]));
                 }
             }
@@ -1382,9 +1386,9 @@ __device__ __forceinline__ void blind_rotate_cluster(
         fft_inverse_add<LOG2M, LOG_E, THREADS, 1, P + LOG_E, false>(work, tw, acc, twist,
                                                                           &own);
     }
-    // No block may exit (freeing its shared memory and mbarriers) while another may still
-    // store or arrive there; every incoming store has landed (waited for), this keeps the
-    // exits in step.
+    // No block may exit (freeing its shared memory and mbarriers) while another block's copy
+    // may still read from or land in it; every incoming copy has landed (waited for), this
+    // keeps the exits in step.
     cluster_barrier();
     u64 *dst = glwe + (ct * K1 + rank) * (u64)N_POLY;
 #pragma unroll
