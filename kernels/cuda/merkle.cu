@@ -88,9 +88,12 @@ __device__ __forceinline__ u64 canonical(u64 a) {
     return a >= MODULUS ? a - MODULUS : a;
 }
 
-// x[i] <- x[i]^(2^n) for W elements: W independent chains for the scheduler.
+// x[i] <- x[i]^(2^n) for W elements: W independent chains for the scheduler. Unrolled six
+// times: whole trees 2% faster on an H100 than with ptxas's own choice of two; unrolling by 12,
+// or fully (kernels of 68 and 131 KB), was 3% and 7% slower.
 template <int W>
 __device__ __forceinline__ void square_n(u64* x, int n) {
+#pragma unroll 6
     for (int k = 0; k < n; k++) {
 #pragma unroll
         for (int i = 0; i < W; i++) x[i] = gl_sqr(x[i]);
