@@ -562,13 +562,17 @@ __device__ __forceinline__ void fft_stages(double2 (&x)[1 << LOG_E], u32 j0, con
     }
 }
 
-// round(x) mod 2^64, exactly (fft.rs's wrap_f64): y = r - round(r / 2^64) 2^64 is exact and
-// lies in [-2^63, 2^63]; its two's complement is the result.
+// round(x) mod 2^64, exactly (fft.rs's wrap_f64, with one rounding fewer): y = x - k 2^64,
+// k = round(x / 2^64), lies in [-2^63, 2^63] and is exact (for |x| < 2^63, k = 0 and y = x;
+// above, y is a multiple of x's spacing with fewer than 53 significant bits), so rounding y
+// in the conversion rounds x; for y = 2^63 the result is -2^63, the same residue. One
+// rounding and one conversion per value (both on the quarter-rate conversion pipe) instead
+// of two roundings and a conversion.
 __device__ __forceinline__ u64 wrap_f64(double x) {
-    const double r = rint(x);
-    double y = r - rint(r * 0x1p-64) * 0x1p64;
+    const double k = rint(x * 0x1p-64);
+    double y = fma(-k, 0x1p64, x);
     if (y >= 0x1p63) y -= 0x1p64;
-    return (u64)(i64)y;
+    return (u64)__double2ll_rn(y);
 }
 
 // The accumulator coefficients of one thread's task in the inverse transform's last pass
@@ -700,12 +704,15 @@ __device__ __forceinline__ void fft_inverse_add(double2 *data, const Tw &tw, u64
     }
 }
 
-// A digit as a double, exactly: |digit| <= 2^(B - 1), so for B <= 31 it fits an int, whose
-// conversion is cheaper than the 64-bit one.
+// A digit as a double, exactly: |digit| <= 2^(B - 1). For B <= 31 it fits an int d, and
+// 1.5 2^52 + d (where doubles have unit spacing) has the bits 0x4338000000000000 + d, so one
+// FP64 subtraction gives d, keeping the conversion pipe (a quarter of the FP64 rate) free for
+// the inverse transform's conversions.
 template <u32 B>
 __device__ __forceinline__ double digit_to_double(i64 digit) {
     if constexpr (B <= 31) {
-        return (double)(int)digit;
+        const int d = (int)digit;
+        return __hiloint2double(0x43380000 + (d >> 31), d) - 0x1.8p52;
     } else {
         return (double)digit;
     }
