@@ -562,12 +562,11 @@ __device__ __forceinline__ void fft_stages(double2 (&x)[1 << LOG_E], u32 j0, con
     }
 }
 
-// round(x) mod 2^64, exactly (fft.rs's wrap_f64, with one rounding fewer): y = x - k 2^64,
-// k = round(x / 2^64), lies in [-2^63, 2^63] and is exact (for |x| < 2^63, k = 0 and y = x;
-// above, y is a multiple of x's spacing with fewer than 53 significant bits), so rounding y
-// in the conversion rounds x; for y = 2^63 the result is -2^63, the same residue. One
-// rounding and one conversion per value (both on the quarter-rate conversion pipe) instead
-// of two roundings and a conversion.
+// round(x) mod 2^64, exactly, as fft.rs's wrap_f64 but with one rounding instruction fewer:
+// y = x - k 2^64, k = round(x / 2^64), lies in [-2^63, 2^63] and is exact (for |x| < 2^63,
+// k = 0 and y = x; above, y is a multiple of x's spacing, at least 2^11, so it fits 53 bits),
+// and the conversion rounds it, so it rounds x; y = 2^63 gives -2^63, the same residue.
+// Checked against fft.rs's formula on 2 10^7 values of every magnitude, ties included.
 __device__ __forceinline__ u64 wrap_f64(double x) {
     const double k = rint(x * 0x1p-64);
     double y = fma(-k, 0x1p64, x);
@@ -706,8 +705,8 @@ __device__ __forceinline__ void fft_inverse_add(double2 *data, const Tw &tw, u64
 
 // A digit as a double, exactly: |digit| <= 2^(B - 1). For B <= 31 it fits an int d, and
 // 1.5 2^52 + d (where doubles have unit spacing) has the bits 0x4338000000000000 + d, so one
-// FP64 subtraction gives d, keeping the conversion pipe (a quarter of the FP64 rate) free for
-// the inverse transform's conversions.
+// FP64 subtraction gives d instead of an I2F on the conversion pipe (a quarter of the FP64
+// rate), which the inverse transform's conversions also use.
 template <u32 B>
 __device__ __forceinline__ double digit_to_double(i64 digit) {
     if constexpr (B <= 31) {
