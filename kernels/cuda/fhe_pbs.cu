@@ -703,15 +703,19 @@ __device__ __forceinline__ void fft_inverse_add(double2 *data, const Tw &tw, u64
     }
 }
 
-// A digit as a double, exactly: |digit| <= 2^(B - 1). For B <= 31 it fits an int d, and
-// 1.5 2^52 + d (where doubles have unit spacing) has the bits 0x4338000000000000 + d, so one
-// FP64 subtraction gives d instead of an I2F on the conversion pipe (a quarter of the FP64
+// d + 1.5 2^52 - bias for an int d, exactly while the result fits 53 bits: 1.5 2^52 + d
+// (where doubles have unit spacing) has the bits 0x4338000000000000 + d, so one FP64
+// subtraction converts d instead of an I2F on the conversion pipe (a quarter of the FP64
 // rate), which the inverse transform's conversions also use.
+__device__ __forceinline__ double int_to_double_minus(int d, double bias) {
+    return __hiloint2double(0x43380000 + (d >> 31), d) - bias;
+}
+
+// A digit as a double, exactly: |digit| <= 2^(B - 1), so for B <= 31 it fits an int.
 template <u32 B>
 __device__ __forceinline__ double digit_to_double(i64 digit) {
     if constexpr (B <= 31) {
-        const int d = (int)digit;
-        return __hiloint2double(0x43380000 + (d >> 31), d) - 0x1.8p52;
+        return int_to_double_minus((int)digit, 0x1.8p52);
     } else {
         return (double)digit;
     }
@@ -722,7 +726,7 @@ __device__ __forceinline__ double digit_to_double(i64 digit) {
 // rounding bit, 63 - B, is at least 32). With S = 32 - B the state is round(hi / 2^S) mod 2^B,
 // and the balanced digit (on a tie, state = 2^(B - 1), it stays positive: nothing is left above
 // it) is sext_B(state - 1) + 1 = ((int)(hi - 2^(S - 1)) >> S) + 1, the + 1 being folded into the
-// subtraction of digit_to_double's conversion: 4 instructions instead of 10. Checked against
+// subtraction of the conversion: 4 instructions instead of 10. Checked against
 // decomposition_state and next_digit for every high word at B = 1, 22, 23 and 31, and on every
 // 4099th for the other B.
 template <u32 B>
@@ -730,7 +734,7 @@ __device__ __forceinline__ double single_level_digit(u64 x) {
     static_assert(B >= 1 && B <= 31, "one level of at most 31 bits");
     constexpr u32 S = 32 - B;
     const int below = (int)((u32)(x >> 32) - (1u << (S - 1))) >> S;  // the digit minus 1
-    return __hiloint2double(0x43380000 + (below >> 31), below) - (0x1.8p52 - 1.0);
+    return int_to_double_minus(below, 0x1.8p52 - 1.0);
 }
 
 // The next digits (decomposition_state, next_digit) of the values at positions j and j + M,
