@@ -2,9 +2,11 @@
 // the permutation, Merkle tree levels (a quad of lanes per merge, or a half warp per merge for the
 // small levels near the root), and row hashing.
 //
-// Values are kept as u64s that may exceed p (any u64 stands for its residue); only digests
-// written out are made canonical. The round constants arrive as a kernel parameter (constant
-// bank), so the Rust crate holds the only copy of them.
+// The permutation runs on Montgomery forms x 2^64 mod p, like the CPU's (rescue.rs): products
+// are Montgomery products (mont_reduce), and every value that enters one is canonical, which
+// the reduction needs. Digests and row elements are converted on the way in and out. The round
+// constants arrive in Montgomery form as a kernel parameter (constant bank), so the Rust crate
+// holds the only copy of them.
 
 #include "common.cuh"
 
@@ -13,6 +15,7 @@
 #define RATE 8
 #define EPSILON 0xffffffffull  // 2^64 mod p
 #define MODULUS 0xffffffff00000001ull
+#define R2 0xfffffffe00000001ull  // 2^128 mod p: the Montgomery form of 2^64
 
 struct RescueConstants {
     u64 ark1[ROUNDS][STATE_WIDTH];
@@ -32,60 +35,86 @@ __device__ __forceinline__ u64 mul_wide(u32 a, u32 b) {
     return product;
 }
 
-// lo + 2^64 hi mod p (not always canonical): with hi = hl + 2^32 hh, 2^64 = 2^32 - 1 and
-// 2^96 = -1, so the value is lo - hh + hl (2^32 - 1). t = lo - hh may borrow (b) and
-// s = t + hl (2^32 - 1) may carry (c); the value is then s + (c - b) EPSILON, which never wraps
-// (a borrow leaves t >= 2^64 - 2^32, a carry leaves s below hl (2^32 - 1)). Both flags are read
-// as masks by subc from zero, which on the hardware's carry gives -b after sub.cc but c - 1
-// after add.cc (checked on an H100), so the value is s + EPSILON - (c - 1) - (-b) as u32s.
-// ptxas makes the sum one wide multiply-add with carry-out and the end one three-input add:
-// 8 instructions, not 10 with two separate corrections.
-__device__ __forceinline__ u64 reduce128(u64 lo, u64 hi) {
-    u64 hh = hi >> 32, hl = hi & EPSILON;
-    u64 t, s;
-    u32 borrow_mask, no_carry_mask;
-    asm("sub.cc.u64 %0, %2, %3;\n\tsubc.u32 %1, 0, 0;"
-        : "=l"(t), "=r"(borrow_mask) : "l"(lo), "l"(hh));
-    asm("add.cc.u64 %0, %2, %3;\n\tsubc.u32 %1, 0, 0;"
-        : "=l"(s), "=r"(no_carry_mask) : "l"(t), "l"(mul_wide((u32)hl, (u32)EPSILON)));
-    return s + EPSILON - no_carry_mask - borrow_mask;
+// x / 2^64 mod p, canonical, for x = w0 + 2^32 w1 + 2^64 w2 + 2^96 w3 given with w3p = w3 + 1,
+// where w3 < 2^32 - 1 (true for every product of two canonical values: it is below
+// (p - 1)^2 < 2^128 - 2^96).
+//
+// With m = lo64(x) p^-1 mod 2^64 = lo64(x) (1 + 2^32), x - m p is divisible by 2^64 and
+// (x - m p) / 2^64 = hi64(x) - floor(m p / 2^64). In words: m1 = w1 + w0 (carry c), and
+// floor(m p / 2^64) = 2^32 m1 + w0 - (m1 + c), so the quotient is
+//   (w3 - u + k) 2^32 + (w2 + w1 + c mod 2^32),  u = m1 + c < 2^32,
+// where k is the carry of w2 + w1 + c. The high word w3 - u + k, taken as w3p + ~u + k, carries
+// out exactly when it is not negative; a negative quotient (above -p) gets p added, which is
+// subtracting EPSILON mod 2^64. Outputs are below p in both cases: a non-negative quotient is
+// at most hi64(x) < p - 1 for inputs below p.
+//
+// The flags are the hardware's carry: subc after addc.cc adds the carry (a + ~b + carry), as
+// the existing key-switch and reduction code measured on an H100. Checked against
+// x 2^-64 mod p on random and edge products (a Python model of these instructions) and on the
+// GPU by every node's checksum of whole trees.
+//
+// Five adds and a three-instruction correction. ptxas puts the carry-only adds (u, the mask) on
+// the FMA pipe and the rest on the integer ALU; with the square's words (gl_sqr) the two pipes
+// get equal work, which is what made the Montgomery square faster than the direct reduction
+// (2^64 = 2^32 - 1, 2^96 = -1: four wide products and 20 FMA-pipe cycles per square, against
+// three and 18 here; measured on an H100, whole trees of 2^20 leaves 6.35 -> 5.95 ms).
+__device__ __forceinline__ u64 mont_reduce(u32 w0, u32 w1, u32 w2, u32 w3p) {
+    u32 lo, hi, negative_mask;
+    asm("{\n\t.reg .u32 m1, u;\n\t"
+        "add.cc.u32 m1, %4, %3;\n\t"     // m1 = w1 + w0, carry c
+        "addc.u32 u, m1, 0;\n\t"         // u = m1 + c
+        "addc.cc.u32 %0, %5, %4;\n\t"    // lo = w2 + w1 + c, carry k
+        "subc.cc.u32 %1, %6, u;\n\t"     // hi = w3p + ~u + k, carry: not negative
+        "subc.u32 %2, 0, 0;\n\t}"        // 0 when not negative, else 2^32 - 1
+        : "=r"(lo), "=r"(hi), "=r"(negative_mask)
+        : "r"(w0), "r"(w1), "r"(w2), "r"(w3p));
+    return (((u64)hi << 32) | lo) - (u64)negative_mask;
 }
 
-// a * b mod p for any a, b < 2^64 (not always canonical). ptxas builds the 128-bit product
-// from 32-bit IMADs with fewer moves than hand-written mad.cc chains gave (checked in SASS).
+// Montgomery product a b / 2^64 mod p, canonical, for canonical a, b.
 __device__ __forceinline__ u64 gl_mul(u64 a, u64 b) {
-    return reduce128(a * b, __umul64hi(a, b));
+    const u64 lo = a * b, hi = __umul64hi(a, b);
+    return mont_reduce((u32)lo, (u32)(lo >> 32), (u32)hi, (u32)(hi >> 32) + 1);
 }
 
-// a^2 mod p for any a < 2^64 (not always canonical). The square needs three 32 x 32 -> 64-bit
-// products (a0^2, a1^2 and the cross product a0 a1 once, doubled by shifts as it is added)
-// where gl_mul takes four; the wide products run on the FMA pipe at half rate and it, not the
-// integer ALU, bounded the tree kernel (measured on an H100: one 2^19-merge level 3.68 ->
-// 3.44 ms).
+// Montgomery square a^2 / 2^64 mod p, canonical, for canonical a. Three 32 x 32 -> 64-bit
+// products: a0^2, a1^2 and the cross product a0 a1 once, doubled by shifts as it is added. The
+// cross product's top bit comes from __umulhi(c1, 2), which ptxas makes a shift-and-add with the
+// +1 of w3p folded in, and then takes w3p's carry add on the FMA pipe (a plain shift kept it on
+// the ALU: 10 ALU instructions against 9, and whole trees 5% slower on an H100).
 __device__ __forceinline__ u64 gl_sqr(u64 a) {
     const u32 a0 = (u32)a, a1 = (u32)(a >> 32);
     const u64 cross = mul_wide(a0, a1), low = mul_wide(a0, a0), high = mul_wide(a1, a1);
-    // 2 cross = d0 + 2^32 d1 + 2^64 d2, added to the square's words 1 to 3.
+    // 2 cross = d0 + 2^32 d1 + 2^64 d2, added to the square's words 1 to 3; d2p = d2 + 1.
     const u32 c0 = (u32)cross, c1 = (u32)(cross >> 32);
-    const u32 d0 = c0 << 1, d1 = __funnelshift_l(c0, c1, 1), d2 = c1 >> 31;
-    u32 w1, w2, w3;
+    const u32 d0 = c0 << 1, d1 = __funnelshift_l(c0, c1, 1), d2p = __umulhi(c1, 2u) + 1;
+    u32 w1, w2, w3p;
     asm("add.cc.u32 %0, %3, %6;\n\taddc.cc.u32 %1, %4, %7;\n\taddc.u32 %2, %5, %8;"
-        : "=r"(w1), "=r"(w2), "=r"(w3)
+        : "=r"(w1), "=r"(w2), "=r"(w3p)
         : "r"((u32)(low >> 32)), "r"((u32)high), "r"((u32)(high >> 32)), "r"(d0), "r"(d1),
-          "r"(d2));
-    return reduce128(((u64)w1 << 32) | (u32)low, ((u64)w3 << 32) | w2);
+          "r"(d2p));
+    return mont_reduce((u32)low, w1, w2, w3p);
 }
 
-// a + b mod p for any a and a canonical b.
+// The canonical Montgomery form x 2^64 mod p of any x < 2^64: the Montgomery product with
+// 2^128 mod p (x R2 < 2^128 - 2^97 + 2^64, so mont_reduce's bound on w3 holds for any x).
+__device__ __forceinline__ u64 to_mont(u64 x) {
+    return gl_mul(x, R2);
+}
+
+// The canonical value x / 2^64 mod p of any Montgomery form x < 2^64.
+__device__ __forceinline__ u64 from_mont(u64 x) {
+    return mont_reduce((u32)x, (u32)(x >> 32), 0, 1);
+}
+
+// a + b mod p, canonical, for any a < 2^64 and a canonical b. A sum past 2^64 becomes
+// a + b - p = sum mod 2^64 + EPSILON, which stays below 2^64 as b < p.
 __device__ __forceinline__ u64 gl_add(u64 a, u64 b) {
     u64 sum;
     u32 carry;
     asm("add.cc.u64 %0, %2, %3;\n\taddc.u32 %1, 0, 0;" : "=l"(sum), "=r"(carry) : "l"(a), "l"(b));
-    return sum + (u64)(0u - carry);
-}
-
-__device__ __forceinline__ u64 canonical(u64 a) {
-    return a >= MODULUS ? a - MODULUS : a;
+    sum += (u64)(0u - carry);
+    return sum >= MODULUS ? sum - MODULUS : sum;
 }
 
 // x[i] <- x[i]^(2^n) for W elements: W independent chains for the scheduler. Unrolled six
@@ -266,10 +295,10 @@ extern "C" __global__ void merkle_merge_level_split(Digest* trees, u64 leaves_pe
     const u64 node = parents + merge_index % parents;
 
     u64 x = 0;
-    if (element == 0) x = RATE;
+    if (element == 0) x = RATE * EPSILON;  // Montgomery form of RATE (RATE < 2^32)
     if (element >= 4) {
         const u64* children = (const u64*)(nodes + 2 * node);  // 8 consecutive elements
-        x = children[element - 4];
+        x = to_mont(children[element - 4]);
     }
 #pragma unroll 1
     for (int r = 0; r < ROUNDS; r++) {
@@ -278,7 +307,7 @@ extern "C" __global__ void merkle_merge_level_split(Digest* trees, u64 leaves_pe
         inverse_sbox<1>(&x);
         x = gl_add(mds_split(x, lane), c.ark2[r][element]);
     }
-    if (active && lane >= 4 && lane < 8) ((u64*)(nodes + node))[lane - 4] = canonical(x);
+    if (active && lane >= 4 && lane < 8) ((u64*)(nodes + node))[lane - 4] = from_mont(x);
 }
 
 // One tree level, a quad of lanes per merge: parent `parents + j` of each tree from its two
@@ -298,11 +327,11 @@ extern "C" __global__ void merkle_merge_level(Digest* trees, u64 leaves_per_tree
     const u64 node = parents + merge_index % parents;
 
     u64 x[3];
-    x[0] = q == 0 ? RATE : 0;
-    x[1] = nodes[2 * node].e[q];
-    x[2] = nodes[2 * node + 1].e[q];
+    x[0] = q == 0 ? RATE * EPSILON : 0;  // Montgomery form of RATE (RATE < 2^32)
+    x[1] = to_mont(nodes[2 * node].e[q]);
+    x[2] = to_mont(nodes[2 * node + 1].e[q]);
     permute_quad(x, c);
-    if (active) nodes[node].e[q] = canonical(x[1]);
+    if (active) nodes[node].e[q] = from_mont(x[1]);
 }
 
 // out[first + row] = hash_elements(row) for `rows` rows of `width` elements, row-major, a quad
@@ -315,14 +344,14 @@ extern "C" __global__ void merkle_hash_rows(const u64* elements, u64 rows, u32 w
     const u32 q = threadIdx.x % 4;
     if (row >= rows) return;  // whole quads leave together
     const u64* in = elements + row * width;
-    u64 x[3] = {q == 0 ? (u64)width : 0, 0, 0};
+    u64 x[3] = {q == 0 ? (u64)width * EPSILON : 0, 0, 0};  // Montgomery form of width
     u32 taken = 0;
     while (taken < width) {
         u32 chunk = min(width - taken, (u32)RATE);
-        if (q < chunk) x[1] = gl_add(x[1], in[taken + q]);
-        if (4 + q < chunk) x[2] = gl_add(x[2], in[taken + 4 + q]);
+        if (q < chunk) x[1] = gl_add(x[1], to_mont(in[taken + q]));
+        if (4 + q < chunk) x[2] = gl_add(x[2], to_mont(in[taken + 4 + q]));
         permute_quad(x, c);
         taken += chunk;
     }
-    out[first + row].e[q] = canonical(x[1]);
+    out[first + row].e[q] = from_mont(x[1]);
 }

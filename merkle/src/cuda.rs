@@ -18,7 +18,7 @@ use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, ValidAsZeroBits, sour
 use crate::digest::Digest;
 use crate::error::Error;
 use crate::field::Felt;
-use crate::rescue::{ARK1, ARK2, ROUNDS, STATE_WIDTH};
+use crate::rescue::{ARK1_MONT, ARK2_MONT, ROUNDS, STATE_WIDTH};
 use crate::tree::MerkleTree;
 use crate::{MerkleBackend, check_batch, check_rows, leaves_per_tree, tree_rows};
 
@@ -46,7 +46,8 @@ unsafe impl DeviceRepr for Digest {}
 // SAFETY: all-zero bits are the zero digest.
 unsafe impl ValidAsZeroBits for Digest {}
 
-/// The kernels' `RescueConstants` parameter: the round constants, passed by value.
+/// The kernels' `RescueConstants` parameter: the round constants in Montgomery form (the
+/// kernels' permutation works on Montgomery forms, as the CPU's does), passed by value.
 #[repr(C)]
 struct RescueConstants {
     ark1: [[u64; STATE_WIDTH]; ROUNDS],
@@ -57,8 +58,8 @@ struct RescueConstants {
 unsafe impl DeviceRepr for RescueConstants {}
 
 const CONSTANTS: RescueConstants = RescueConstants {
-    ark1: ARK1,
-    ark2: ARK2,
+    ark1: ARK1_MONT,
+    ark2: ARK2_MONT,
 };
 
 /// The CUDA backend on one GPU. Kernels are compiled (or read from the cache) when it is made.

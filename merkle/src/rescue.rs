@@ -232,9 +232,9 @@ pub const INV_ALPHA: u64 = 10540996611094048183;
 pub(crate) type State = [u64; STATE_WIDTH];
 
 /// [`ARK1`] in Montgomery form.
-const ARK1_MONT: [State; ROUNDS] = to_mont_table(&ARK1);
+pub(crate) const ARK1_MONT: [State; ROUNDS] = to_mont_table(&ARK1);
 /// [`ARK2`] in Montgomery form.
-const ARK2_MONT: [State; ROUNDS] = to_mont_table(&ARK2);
+pub(crate) const ARK2_MONT: [State; ROUNDS] = to_mont_table(&ARK2);
 
 /// Every entry of `table` in Montgomery form.
 const fn to_mont_table(table: &[State; ROUNDS]) -> [State; ROUNDS] {
