@@ -49,9 +49,9 @@ __device__ __forceinline__ u64 mul_wide(u32 a, u32 b) {
 // at most hi64(x) < p - 1 for inputs below p.
 //
 // The flags are the hardware's carry: subc after addc.cc adds the carry (a + ~b + carry), as
-// the existing key-switch and reduction code measured on an H100. Checked against
-// x 2^-64 mod p on random and edge products (a Python model of these instructions) and on the
-// GPU by every node's checksum of whole trees.
+// the previous reduction of this file measured on an H100. The steps are modelled word by word
+// in merkle/src/field.rs (gpu_word_reduction_matches_mont_reduce, edge cases included) and
+// the GPU tests compare whole trees with the CPU.
 //
 // Five adds and a three-instruction correction. ptxas puts the carry-only adds (u, the mask) on
 // the FMA pipe and the rest on the integer ALU; with the square's words (gl_sqr) the two pipes

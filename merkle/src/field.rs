@@ -200,6 +200,57 @@ mod tests {
         }
     }
 
+    /// The word-level Montgomery reduction of the GPU kernels (`mont_reduce` in
+    /// kernels/cuda/merkle.cu), step by step as its adds and carries run: it must equal
+    /// [`mont_reduce`] up to p and be canonical, for products of canonical values (the kernels'
+    /// precondition), including low halves that are zero or make `m1 + c` wrap.
+    #[test]
+    fn gpu_word_reduction_matches_mont_reduce() {
+        fn gpu_words(x: u128) -> u64 {
+            let word = |k: u32| (x >> (32 * k)) as u32;
+            let (w0, w1, w2, w3) = (word(0), word(1), word(2), word(3));
+            let w3p = w3
+                .checked_add(1)
+                .expect("w3 < 2^32 - 1: the kernels' precondition");
+            let (m1, c) = w1.overflowing_add(w0);
+            let u = m1 + u32::from(c); // never wraps: m1 <= 2^32 - 2 when c is set
+            let low = u64::from(w2) + u64::from(w1) + u64::from(c);
+            let (lo, k) = (low as u32, (low >> 32) as u32);
+            let high = u64::from(w3p) + u64::from(!u) + u64::from(k);
+            let (hi, not_negative) = (high as u32, (high >> 32) as u32);
+            let negative_mask = not_negative.wrapping_sub(1);
+            ((u64::from(hi) << 32) | u64::from(lo)).wrapping_sub(u64::from(negative_mask))
+        }
+        let factors = [
+            0,
+            1,
+            2,
+            EPSILON,
+            1 << 32,
+            (1 << 32) + 1,
+            1 << 63,
+            MODULUS - 2,
+            MODULUS - 1,
+            MODULUS - (1 << 31),
+            0xffff_fffe_0000_0001,
+            0x1234_5678_0000_0000,
+        ];
+        for &a in &factors {
+            for &b in &factors {
+                let x = u128::from(a) * u128::from(b);
+                let got = gpu_words(x);
+                assert!(got < MODULUS, "{a} * {b}: {got} not canonical");
+                assert_eq!(got, canonical(mont_reduce(x)), "{a} * {b}");
+            }
+        }
+        // Low half zero with a non-zero high half (the case `u = 0`), up to the largest top
+        // word allowed (2^32 - 2), and the largest product of canonical values.
+        let largest = u128::from(MODULUS - 1).pow(2);
+        for x in [1u128 << 64, u128::from(MODULUS - 2) << 64, largest] {
+            assert_eq!(gpu_words(x), canonical(mont_reduce(x)), "{x}");
+        }
+    }
+
     #[test]
     fn montgomery_form_round_trips() {
         for &x in &EDGES {
