@@ -102,6 +102,11 @@ __device__ __forceinline__ u64 to_mont(u64 x) {
     return gl_mul(x, R2);
 }
 
+// The Montgomery form of a small value v < 2^32: v 2^64 = v EPSILON mod p, and v EPSILON < p.
+__device__ __forceinline__ u64 small_to_mont(u32 v) {
+    return (u64)v * EPSILON;
+}
+
 // The canonical value x / 2^64 mod p of any Montgomery form x < 2^64.
 __device__ __forceinline__ u64 from_mont(u64 x) {
     return mont_reduce((u32)x, (u32)(x >> 32), 0, 1);
@@ -295,7 +300,7 @@ extern "C" __global__ void merkle_merge_level_split(Digest* trees, u64 leaves_pe
     const u64 node = parents + merge_index % parents;
 
     u64 x = 0;
-    if (element == 0) x = RATE * EPSILON;  // Montgomery form of RATE (RATE < 2^32)
+    if (element == 0) x = small_to_mont(RATE);
     if (element >= 4) {
         const u64* children = (const u64*)(nodes + 2 * node);  // 8 consecutive elements
         x = to_mont(children[element - 4]);
@@ -327,7 +332,7 @@ extern "C" __global__ void merkle_merge_level(Digest* trees, u64 leaves_per_tree
     const u64 node = parents + merge_index % parents;
 
     u64 x[3];
-    x[0] = q == 0 ? RATE * EPSILON : 0;  // Montgomery form of RATE (RATE < 2^32)
+    x[0] = q == 0 ? small_to_mont(RATE) : 0;
     x[1] = to_mont(nodes[2 * node].e[q]);
     x[2] = to_mont(nodes[2 * node + 1].e[q]);
     permute_quad(x, c);
@@ -344,7 +349,7 @@ extern "C" __global__ void merkle_hash_rows(const u64* elements, u64 rows, u32 w
     const u32 q = threadIdx.x % 4;
     if (row >= rows) return;  // whole quads leave together
     const u64* in = elements + row * width;
-    u64 x[3] = {q == 0 ? (u64)width * EPSILON : 0, 0, 0};  // Montgomery form of width
+    u64 x[3] = {q == 0 ? small_to_mont(width) : 0, 0, 0};
     u32 taken = 0;
     while (taken < width) {
         u32 chunk = min(width - taken, (u32)RATE);
