@@ -562,14 +562,20 @@ __device__ __forceinline__ void fft_stages(double2 (&x)[1 << LOG_E], u32 j0, con
     }
 }
 
-// round(x) mod 2^64, exactly, as fft.rs's wrap_f64 but with one rounding instruction fewer:
-// y = x - k 2^64, k = round(x / 2^64), lies in [-2^63, 2^63] and is exact (for |x| < 2^63,
-// k = 0 and y = x; above, y is a multiple of x's spacing, at least 2^11, so it fits 53 bits),
-// and the conversion rounds it, so it rounds x; y = 2^63 gives -2^63, the same residue.
-// Checked against fft.rs's formula on 2 10^7 values of every magnitude, ties included.
+// round(x) mod 2^64, exactly, as fft.rs's wrap_f64, with no instruction on the conversion
+// pipe but the final one: r = (x + 1.5 2^116) - 1.5 2^116 is x rounded to a multiple of 2^64
+// (the sum lies in [2^116, 2^117), where doubles are 2^64 apart, for |x| < 2^115; ties go to
+// an even multiple, as rint(x / 2^64) has them), so y = x - r, exact (for |x| < 2^63, r = 0
+// and y = x; above, y is a multiple of x's spacing, at least 2^11, and fits 53 bits), lies in
+// [-2^63, 2^63], and the conversion rounds it, so it rounds x; y = 2^63 gives -2^63, the same
+// residue. It agreed with the rint(x / 2^64) form (fft.rs's formula) on 2.1 10^7 values below
+// 2^115, ties included (a C check). The transform outputs stay far below (about 2^97 at most
+// for PARAM_MESSAGE_2_CARRY_2); a set whose outputs reached 2^115 would have lost the residue
+// to the transform's own rounding error (2^62 and more) anyway.
 __device__ __forceinline__ u64 wrap_f64(double x) {
-    const double k = rint(x * 0x1p-64);
-    double y = fma(-k, 0x1p64, x);
+    constexpr double SHIFTER = 0x1.8p116;
+    const double r = __dsub_rn(__dadd_rn(x, SHIFTER), SHIFTER);
+    double y = __dsub_rn(x, r);
     if (y >= 0x1p63) y -= 0x1p64;
     return (u64)__double2ll_rn(y);
 }
@@ -581,8 +587,9 @@ __device__ __forceinline__ u64 wrap_f64(double x) {
 // kernel uses them (one task of 4 values per thread).
 template <int E>
 struct OwnCoefficients {
-    u64 lo[E];  // acc[j_e]
-    u64 hi[E];  // acc[j_e + M]
+    u64 lo[E];         // acc[j_e]
+    u64 hi[E];         // acc[j_e + M]
+    double2 twist[E];  // twist[j_e], for the decomposition and the untwisting
 };
 
 // The position of value 0 of task u in a full pass whose smallest half span is 2^Q_LOG
@@ -634,7 +641,8 @@ __device__ __forceinline__ void fft_pass(double2 *data, const Tw &tw, u64 *acc,
 #pragma unroll
             for (int e = 0; e < E; e++) {
                 const u32 j = base + ((u32)e << Q_LOG);
-                const double2 v = cmul_conj(x[e], __ldg(twist + j));
+                const double2 w = own != nullptr ? own->twist[e] : __ldg(twist + j);
+                const double2 v = cmul_conj(x[e], w);
                 const u64 lo = wrap_f64(v.x);
                 const u64 hi = wrap_f64(v.y);
                 if (own != nullptr) {
@@ -808,12 +816,13 @@ __device__ __forceinline__ void decompose_first_pass(const u64 *acc, u32 a, doub
             const u32 j = u + ((u32)e << Q_LOG);
             const u64 own_lo = own != nullptr ? own->lo[e] : p[j];
             const u64 own_hi = own != nullptr ? own->hi[e] : p[j + M];
+            const double2 w = own != nullptr ? own->twist[e] : __ldg(twist + j);
             const u64 diff_lo = rotated(p, a, j, N_POLY) - own_lo;
             const u64 diff_hi = rotated(p, a, j + M, N_POLY) - own_hi;
             if constexpr (LEVELS == 1 && B <= 31) {
                 const double2 digits =
                     make_double2(single_level_digit<B>(diff_lo), single_level_digit<B>(diff_hi));
-                x[e] = cmul(digits, __ldg(twist + j));
+                x[e] = cmul(digits, w);
             } else {
                 constexpr u32 DROPPED = 64 - B * LEVELS;
                 u64 state_lo = decomposition_state(diff_lo, DROPPED);
@@ -823,7 +832,7 @@ __device__ __forceinline__ void decompose_first_pass(const u64 *acc, u32 a, doub
                     next_digit(state_lo, B);
                     next_digit(state_hi, B);
                 }
-                x[e] = next_twisted_digits<B>(state_lo, state_hi, __ldg(twist + j));
+                x[e] = next_twisted_digits<B>(state_lo, state_hi, w);
             }
         }
         fft_stages<LOG2M, LOG_E, LOG_E, Q_LOG, false>(x, u, tw);
@@ -836,6 +845,7 @@ __device__ __forceinline__ void decompose_first_pass(const u64 *acc, u32 a, doub
 // Loads `own` for this thread's task of decompose_first_pass (if it has one).
 template <int LOG2M, int LOG_E, int POLYS>
 __device__ __forceinline__ void load_own_coefficients(const u64 *acc,
+                                                      const double2 *__restrict__ twist,
                                                       OwnCoefficients<1 << LOG_E> &own) {
     constexpr u32 M = 1u << LOG2M;
     constexpr int Q_LOG = LOG2M - LOG_E;
@@ -847,6 +857,7 @@ __device__ __forceinline__ void load_own_coefficients(const u64 *acc,
     for (int e = 0; e < (1 << LOG_E); e++) {
         own.lo[e] = p[u + ((u32)e << Q_LOG)];
         own.hi[e] = p[u + ((u32)e << Q_LOG) + M];
+        own.twist[e] = __ldg(twist + u + ((u32)e << Q_LOG));
     }
 }
 
@@ -1333,7 +1344,7 @@ __device__ __forceinline__ void blind_rotate_cluster(
     TwiddleRegisters<LOG2M, LOG_E> tw;
     load_twiddle_registers<LOG2M, LOG_E>(tw, work, u);
     OwnCoefficients<E> own;
-    load_own_coefficients<LOG2M, LOG_E, 1>(acc, own);
+    load_own_coefficients<LOG2M, LOG_E, 1>(acc, twist, own);
     // Every block's mbarriers exist before anyone arrives; the twiddles are read before
     // `work` is written.
     cluster_barrier();
