@@ -496,42 +496,135 @@ __device__ __forceinline__ double2 stage_twiddle(const double2 *tw, u32 j0, int 
 // Every twiddle one thread's task needs in every pass of both transforms, in registers: for a
 // block whose thread t always has task index u = t mod (M / E) (the cluster kernel), they do
 // not change between CMuxes, and the forward and inverse passes with the same smallest half
-// span 2^Q_LOG use the same ones. w[Q_LOG][2^hbit - 1 + mm]; only the Q_LOG of actual passes
-// are filled (and kept: constant indices only).
+// span q = 2^Q_LOG use the same ones. Such a block's passes are full (E = 8 values, three
+// stages) and run as radix-8 butterflies (fft_stages below): w[Q_LOG][k - 1] = alpha^k,
+// alpha = W_8q^(u mod q), k = 1..7; only the Q_LOG of actual passes are filled (and kept:
+// constant indices only).
 template <int LOG2M, int LOG_E>
 struct TwiddleRegisters {
     double2 w[LOG2M][(1 << LOG_E) - 1];
 };
 
-template <int LOG2M, int Q_LOG, int LOG_E>
-__device__ __forceinline__ double2 stage_twiddle(const TwiddleRegisters<LOG2M, LOG_E> &regs, u32,
-                                                 int hbit, int mm, double2) {
-    return regs.w[Q_LOG][(1 << hbit) - 1 + mm];
-}
-
-// Fills `regs` for task u from the staged twiddles in shared memory: the passes of
-// fft_forward from the one whose largest half span is 2^(HI - 1) on.
+// Fills `regs` for task u from the staged twiddles in shared memory (W_2h^r = tw[h - 1 + r],
+// r < h; W_2h^(r + h) = -W_2h^r): the full passes of fft_forward from the one whose largest
+// half span is 2^(HI - 1) on.
 template <int LOG2M, int LOG_E, int HI = LOG2M>
 __device__ __forceinline__ void load_twiddle_registers(TwiddleRegisters<LOG2M, LOG_E> &regs,
                                                        const double2 *tw_staged, u32 u) {
-    constexpr int Q_LOG = HI > LOG_E ? HI - LOG_E : 0;
-    constexpr int B = HI > LOG_E ? LOG_E : HI;
-    if constexpr (B > 0) {
+    static_assert(LOG_E == 3, "radix-8 passes");
+    if constexpr (HI >= LOG_E) {
+        constexpr int Q_LOG = HI - LOG_E;
+        constexpr u32 H = 4u << Q_LOG;  // the half span of alpha's stage: alpha = W_2H^j0
         const u32 j0 = u & ((1u << Q_LOG) - 1);
 #pragma unroll
-        for (int hbit = 0; hbit < B; hbit++) {
+        for (u32 k = 1; k < 8; k++) {
+            const u32 r = j0 * k;  // < 7 q < 2 H
+            const double2 w = tw_staged[H - 1 + (r & (H - 1))];
+            regs.w[Q_LOG][k - 1] = r < H ? w : make_double2(-w.x, -w.y);
+        }
+        load_twiddle_registers<LOG2M, LOG_E, HI - LOG_E>(regs, tw_staged, u);
+    }
+}
+
+__device__ __forceinline__ constexpr int bit_reversed3(int e) {
+    return ((e & 1) << 2) | (e & 2) | (e >> 2);
+}
+
+// v times -i and times i.
+__device__ __forceinline__ double2 times_minus_i(double2 v) { return make_double2(v.y, -v.x); }
+__device__ __forceinline__ double2 times_i(double2 v) { return make_double2(-v.y, v.x); }
+
+// a + s c / sqrt 2 (s = +-1) by multiply-adds.
+template <int S>
+__device__ __forceinline__ double2 add_scaled_by_root_half(double2 a, double2 c) {
+    constexpr double R = S * 0.70710678118654752440;
+    return make_double2(fma(R, c.x, a.x), fma(R, c.y, a.y));
+}
+
+// The three stages of a full pass with the twiddles in registers (the cluster kernel), as one
+// radix-8 butterfly. The radix-2 stages' twiddles W_8q^(j0 + q e), W_4q^(j0 + q e) and
+// W_2q^j0 are alpha, alpha^2 and alpha^4 (alpha = W_8q^j0) times constant roots of unity, and
+// each alpha factor is common to both values of every later butterfly, so the forward pass
+// runs the butterflies with the constant roots only and then multiplies register e by
+// alpha^bitrev3(e), and the inverse (the transpose) multiplies by the conjugates first: 7
+// complex products per pass instead of 12. Of the constant roots, -i and i cost nothing, and
+// W_8 = (1 - i) / sqrt 2 and W_8^3 = -(1 + i) / sqrt 2 cost two additions, their 1 / sqrt 2
+// riding on the multiply-adds of the next (forward) or the same (inverse) butterfly.
+template <int LOG2M, int LOG_E, int B, int Q_LOG, bool INVERSE>
+__device__ __forceinline__ void fft_stages(double2 (&x)[1 << LOG_E], u32,
+                                           const TwiddleRegisters<LOG2M, LOG_E> &tw) {
+    static_assert(LOG_E == 3 && B == 3, "register twiddles serve full passes of 8 values");
+    const double2 *alpha_powers = tw.w[Q_LOG];  // alpha^k at [k - 1]
+    if constexpr (INVERSE) {
+        if constexpr (Q_LOG > 0) {  // alpha = 1 for q = 1
 #pragma unroll
-            for (int mm = 0; mm < (1 << hbit); mm++) {
-                const u32 r = j0 + ((u32)mm << Q_LOG);
-                regs.w[Q_LOG][(1 << hbit) - 1 + mm] = tw_staged[(1u << (Q_LOG + hbit)) - 1 + r];
-            }
+            for (int e = 1; e < 8; e++) x[e] = cmul_conj(x[e], alpha_powers[bit_reversed3(e) - 1]);
+        }
+#pragma unroll
+        for (int e = 0; e < 8; e += 2) {  // half span q: twiddle 1
+            const double2 a = x[e], c = x[e + 1];
+            x[e] = cadd(a, c);
+            x[e + 1] = csub(a, c);
+        }
+#pragma unroll
+        for (int e = 0; e < 8; e += (e & 1) ? 3 : 1) {  // half span 2q: 1, conj(W_4) = i
+            const double2 a = x[e], c = (e & 1) ? times_i(x[e + 2]) : x[e + 2];
+            x[e] = cadd(a, c);
+            x[e + 2] = csub(a, c);
+        }
+        // Half span 4q: 1, conj(W_8) = (1 + i) / sqrt 2, i, conj(W_8^3) = (i - 1) / sqrt 2.
+        const double2 a0 = x[0], a1 = x[1], a2 = x[2], a3 = x[3];
+        const double2 c0 = x[4], c1 = x[5], c2 = times_i(x[6]), c3 = x[7];
+        const double2 r1 = make_double2(c1.x - c1.y, c1.x + c1.y);     // sqrt 2 conj(W_8) c1
+        const double2 r3 = make_double2(-c3.x - c3.y, c3.x - c3.y);    // sqrt 2 conj(W_8^3) c3
+        x[0] = cadd(a0, c0);
+        x[4] = csub(a0, c0);
+        x[1] = add_scaled_by_root_half<1>(a1, r1);
+        x[5] = add_scaled_by_root_half<-1>(a1, r1);
+        x[2] = cadd(a2, c2);
+        x[6] = csub(a2, c2);
+        x[3] = add_scaled_by_root_half<1>(a3, r3);
+        x[7] = add_scaled_by_root_half<-1>(a3, r3);
+    } else {
+        // Half span 4q: 1, W_8 (times sqrt 2 here), -i, W_8^3 (times sqrt 2).
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const double2 a = x[e], c = x[e + 4], d = csub(a, c);
+            x[e] = cadd(a, c);
+            x[e + 4] = e == 0   ? d
+                       : e == 1 ? make_double2(d.x + d.y, d.y - d.x)
+                       : e == 2 ? times_minus_i(d)
+                                : make_double2(d.y - d.x, -d.x - d.y);
+        }
+#pragma unroll
+        for (int e = 0; e < 8; e += (e & 1) ? 3 : 1) {  // half span 2q: 1, W_4 = -i
+            const double2 a = x[e], c = x[e + 2], d = csub(a, c);
+            x[e] = cadd(a, c);
+            x[e + 2] = (e & 1) ? times_minus_i(d) : d;
+        }
+        // Half span q: twiddle 1; registers 5 and 7 still carry the sqrt 2.
+#pragma unroll
+        for (int e = 0; e < 4; e += 2) {
+            const double2 a = x[e], c = x[e + 1];
+            x[e] = cadd(a, c);
+            x[e + 1] = csub(a, c);
+        }
+#pragma unroll
+        for (int e = 4; e < 8; e += 2) {
+            const double2 a = x[e], c = x[e + 1];
+            x[e] = add_scaled_by_root_half<1>(a, c);
+            x[e + 1] = add_scaled_by_root_half<-1>(a, c);
+        }
+        if constexpr (Q_LOG > 0) {
+#pragma unroll
+            for (int e = 1; e < 8; e++) x[e] = cmul(x[e], alpha_powers[bit_reversed3(e) - 1]);
         }
     }
-    if constexpr (HI > LOG_E) load_twiddle_registers<LOG2M, LOG_E, HI - LOG_E>(regs, tw_staged, u);
 }
 
 // B radix-2 stages on the E values of one task: j0 = u mod q, the position of value e in its
-// span being j0 + q e (mod the span). `tw`: the twiddles in shared memory or registers.
+// span being j0 + q e (mod the span), with the twiddles in shared memory at `tw` (the
+// amortized kernel; twiddles in registers take the radix-8 overload above).
 template <int LOG2M, int LOG_E, int B, int Q_LOG, bool INVERSE, typename Tw>
 __device__ __forceinline__ void fft_stages(double2 (&x)[1 << LOG_E], u32 j0, const Tw &tw) {
     static_assert(LOG_E <= 4, "stage_twiddle derives at most 8 twiddles per stage");
