@@ -434,6 +434,11 @@ __device__ __forceinline__ double2 cmul(double2 a, double2 b) {
 __device__ __forceinline__ double2 cmul_conj(double2 a, double2 b) {
     return make_double2(a.x * b.x + a.y * b.y, a.y * b.x - a.x * b.y);
 }
+// v times -i and times i.
+__device__ __forceinline__ double2 times_minus_i(double2 v) { return make_double2(v.y, -v.x); }
+__device__ __forceinline__ double2 times_i(double2 v) { return make_double2(-v.y, v.x); }
+
+constexpr double ROOT_HALF = 0.70710678118654752440;  // 1 / sqrt(2)
 
 // The shared-memory FFTs. Everything that fixes their shape is a compile-time constant (the
 // blind-rotation kernels are instantiated per parameter set, see the end of this file):
@@ -465,13 +470,13 @@ __device__ __forceinline__ u32 padded(u32 i) {
 // w exp(-i pi k / 8), k < 8: exact for k = 0 and 4, two roundings for k = 2 and 6, a complex
 // product with constants for odd k.
 __device__ __forceinline__ double2 times_root16(double2 w, int k) {
-    constexpr double R = 0.70710678118654752440;  // 1 / sqrt(2)
+    constexpr double R = ROOT_HALF;
     constexpr double C1 = 0.92387953251128675613;  // cos(pi / 8)
     constexpr double S1 = 0.38268343236508977173;  // sin(pi / 8)
     switch (k) {
         case 0: return w;
         case 2: return make_double2((w.x + w.y) * R, (w.y - w.x) * R);
-        case 4: return make_double2(w.y, -w.x);
+        case 4: return times_minus_i(w);
         case 6: return make_double2((w.y - w.x) * R, -(w.x + w.y) * R);
         case 1: return cmul(w, make_double2(C1, -S1));
         case 3: return cmul(w, make_double2(S1, -C1));
@@ -530,14 +535,10 @@ __device__ __forceinline__ constexpr int bit_reversed3(int e) {
     return ((e & 1) << 2) | (e & 2) | (e >> 2);
 }
 
-// v times -i and times i.
-__device__ __forceinline__ double2 times_minus_i(double2 v) { return make_double2(v.y, -v.x); }
-__device__ __forceinline__ double2 times_i(double2 v) { return make_double2(-v.y, v.x); }
-
 // a + s c / sqrt 2 (s = +-1) by multiply-adds.
 template <int S>
 __device__ __forceinline__ double2 add_scaled_by_root_half(double2 a, double2 c) {
-    constexpr double R = S * 0.70710678118654752440;
+    constexpr double R = S * ROOT_HALF;
     return make_double2(fma(R, c.x, a.x), fma(R, c.y, a.y));
 }
 
@@ -1332,7 +1333,7 @@ __device__ __forceinline__ void cross_lane_dif_stage(double2 (&x)[8]) {
         const double2 c = high ? x[4 + k] : other;
         const double2 d = csub(a, c);
         y[2 * k] = cadd(a, c);
-        y[2 * k + 1] = minus_i ? make_double2(d.y, -d.x) : d;
+        y[2 * k + 1] = minus_i ? times_minus_i(d) : d;
     }
 #pragma unroll
     for (int e = 0; e < 8; e++) x[e] = y[e];
@@ -1351,7 +1352,7 @@ __device__ __forceinline__ void cross_lane_dit_stage(double2 (&x)[8]) {
 #pragma unroll
     for (int k = 0; k < 4; k++) {
         const double2 c = x[2 * k + 1];
-        const double2 v = plus_i ? make_double2(-c.y, c.x) : c;
+        const double2 v = plus_i ? times_i(c) : c;
         const double2 low_result = cadd(x[2 * k], v), high_result = csub(x[2 * k], v);
         const double2 other = shfl_xor_complex(high ? low_result : high_result, H);
         y[k] = high ? other : low_result;
