@@ -16,9 +16,9 @@
 //! # Pipeline
 //!
 //! Per chunk of a batch (up to 4,096 ciphertexts; fewer when the free device memory or
-//! [`Cuda::with_max_chunk`] asks for it): one upload, then key switch (for `KS_PBS`), modulus
-//! switch, blind rotation, sample extraction, each one launch on one stream, then one
-//! download. No round trip to the host between the stages. The copies go through page-locked
+//! [`Cuda::with_max_chunk`] asks for it): one upload, then key switch (for `KS_PBS`), blind
+//! rotation (which switches the modulus of its inputs as it reads them), sample extraction,
+//! each one launch on one stream, then one download. No round trip to the host between the stages. The copies go through page-locked
 //! buffers and are queued like the kernels, so the host stages the next chunk and unpacks the
 //! previous one while the GPU works on this one.
 //!
@@ -261,11 +261,13 @@ pub struct Cuda {
     staging: Arc<Mutex<Staging>>,
 }
 
-/// The page-locked buffers of [`Cuda::run`], one chunk of inputs and one of outputs.
+/// The page-locked buffers of [`Cuda::run`]: one chunk of inputs, one of outputs, and the
+/// lookup table.
 #[derive(Debug, Default)]
 struct Staging {
     inputs: Option<PinnedBuffer<u64>>,
     outputs: Option<PinnedBuffer<u64>>,
+    table: Option<PinnedBuffer<u64>>,
 }
 
 /// The device-side representation of the `N` words of an element-wise stage.
@@ -636,7 +638,7 @@ impl Cuda {
         let small = self.params.lwe_dimension().0 + 1;
         let glwe = (self.params.glwe_dimension().0 + 1) * self.params.polynomial_size().0;
         let keyswitch_digits = keyswitch_rows(&self.params);
-        8 * (2 * big + small + glwe) + 4 * small + 16 * self.global_digit_slots() + keyswitch_digits
+        8 * (2 * big + small + glwe) + 16 * self.global_digit_slots() + keyswitch_digits
     }
 
     /// Complex values of device scratch per ciphertext for the amortized kernel's digit
@@ -680,13 +682,16 @@ impl Cuda {
         if ciphertexts.is_empty() {
             return Ok(Vec::new());
         }
-        let lut_buffer = match lut {
-            Some(lut) => Some(self.gpu.upload(lut.polynomial())?),
-            None => None,
+        let most = self.max_chunk.min(CHUNK_CIPHERTEXTS).min(ciphertexts.len());
+        let per_ciphertext = self.bytes_per_ciphertext();
+        // Reading the free memory costs several microseconds: a chunk that needs less than
+        // 1% of the device's memory goes ahead (its allocations still fail cleanly).
+        let most = if most * per_ciphertext <= self.gpu.info().total_memory / 100 {
+            most
+        } else {
+            let free = self.gpu.free_memory()?;
+            most.min((free / 100 * CHUNK_MEMORY_PERCENT / per_ciphertext).max(1))
         };
-        let free = self.gpu.free_memory()?;
-        let fitting = (free / 100 * CHUNK_MEMORY_PERCENT / self.bytes_per_ciphertext()).max(1);
-        let most = fitting.min(self.max_chunk).min(CHUNK_CIPHERTEXTS);
         // Chunks of even size: a remainder of a few ciphertexts would cost a whole launch.
         let chunk = ciphertexts.len().div_ceil(ciphertexts.len().div_ceil(most));
         let in_width = ciphertexts[0].as_slice().len();
@@ -696,7 +701,21 @@ impl Cuda {
             .staging
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let Staging { inputs, outputs } = &mut *staging;
+        let Staging {
+            inputs,
+            outputs,
+            table,
+        } = &mut *staging;
+        // The table goes up through page-locked memory too, queued before the first chunk.
+        let lut_buffer = match lut {
+            Some(lut) => {
+                let words = lut.polynomial();
+                let staged = pinned(&self.gpu, table, words.len())?;
+                staged.as_mut_slice()?[..words.len()].copy_from_slice(words);
+                Some(self.gpu.upload_pinned_async(staged, words.len())?)
+            }
+            None => None,
+        };
         let inputs = pinned(&self.gpu, inputs, chunk * in_width)?;
         let outputs = pinned(&self.gpu, outputs, chunk * out_width)?;
         let mut out = Vec::with_capacity(ciphertexts.len());
@@ -710,8 +729,9 @@ impl Cuda {
                 .par_chunks_mut(in_width)
                 .zip(part.par_iter())
                 .for_each(|(dst, ct)| dst.copy_from_slice(ct.as_slice()));
-            let mut input = self.gpu.alloc_zeroed::<u64>(words.len())?;
-            input.copy_from_pinned_async(0, inputs, part.len() * in_width)?;
+            let input = self
+                .gpu
+                .upload_pinned_async(inputs, part.len() * in_width)?;
             let downloaded = match previous.take() {
                 Some(result) => {
                     result.copy_to_pinned_async(result.len(), outputs)?;
@@ -879,14 +899,14 @@ impl Cuda {
         Ok(())
     }
 
-    /// Modulus switch, blind rotation; returns the `count` GLWE accumulators.
+    /// Blind rotation (the kernels switch the `count` ciphertexts in `small` to `2N` as they
+    /// read them); returns the `count` GLWE accumulators.
     fn blind_rotate_device(
         &self,
         small: &DeviceBuffer<u64>,
         lut: &DeviceBuffer<u64>,
         count: usize,
     ) -> Result<DeviceBuffer<u64>, Error> {
-        let switched = self.modulus_switch_device(small)?;
         let k1 = self.params.glwe_dimension().0 + 1;
         let n = self.params.polynomial_size().0;
         let mut glwe = self.gpu.alloc_zeroed::<u64>(count * k1 * n)?;
@@ -904,12 +924,11 @@ impl Cuda {
                     shared_bytes: to_u32(cluster_shared_bytes(&self.params)),
                 };
                 // SAFETY: the arguments match
-                // `fhe_blind_rotate_cluster_k{K1}_n{N}_l{L}_b{B}(FheShape, const u32*,
+                // `fhe_blind_rotate_cluster_k{K1}_n{N}_l{L}_b{B}(FheShape, const u64*,
                 // const u64*, const double2*, const double2*, const double2*, u64*)`
                 // with K1 = k + 1, N, L = l and B the base log of these parameters (the kernel
                 // was loaded for them, and its block is the `N/16` threads launched);
-                // `switched` holds
-                // count (n + 1) values, `lut` N words, the key n (k + 1)^2 l N/2 complex
+                // `small` holds count (n + 1) words, `lut` N words, the key n (k + 1)^2 l N/2 complex
                 // values, the twist N/2 and the staged twiddles N/2 - 1 complex values, `glwe`
                 // count (k + 1) N words; the grid has one cluster of k + 1 blocks per
                 // ciphertext, with the shared memory the kernel indexes (allowed at load).
@@ -917,7 +936,7 @@ impl Cuda {
                     self.gpu
                         .launch(kernel, grid)
                         .value(&shape)
-                        .buffer(&switched)
+                        .buffer(small)
                         .buffer(lut)
                         .buffer(&self.keys.bsk)
                         .buffer(&self.keys.twist)
@@ -950,7 +969,7 @@ impl Cuda {
                         .gpu
                         .launch(&self.kernels.amortized, grid)
                         .value(&shape)
-                        .buffer(&switched)
+                        .buffer(small)
                         .buffer(lut)
                         .buffer(&self.keys.bsk)
                         .buffer(&self.keys.twist)
@@ -1241,8 +1260,9 @@ fn first(mut outputs: Vec<LweCiphertext>) -> Result<LweCiphertext, Error> {
 /// The integer stages on the device, for bit-exact comparison with the CPU functions of the
 /// same names ([`crate::modswitch::modulus_switch_lwe`], [`crate::decomposition::decompose_slice`],
 /// [`crate::glwe::sample_extract`]); the key switch is [`Bootstrapper::keyswitch_batch`].
-/// These are the kernels the pipeline runs (the decomposition kernel runs the device function
-/// that the key switch and, fused with the FFT, the blind rotation use). Lookup tables are
+/// They run the device functions the pipeline runs: the blind rotations switch their inputs'
+/// modulus with the function of the modulus-switch kernel, and the decomposition kernel's
+/// function is the one the key switch and, fused with the FFT, the blind rotations use. Lookup tables are
 /// not built on the device: the CPU's polynomial is uploaded as is.
 pub mod stages {
     use super::{Cuda, ELEMENTWISE_THREADS, to_u32};

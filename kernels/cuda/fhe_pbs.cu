@@ -1019,6 +1019,9 @@ static_assert(FHE_LEVELS >= 1 && FHE_BASE_LOG >= 1 && FHE_LEVELS * FHE_BASE_LOG 
 #define FHE_KERNEL_NAME(base) FHE_EXPANDED_NAME(base, FHE_K1, FHE_N, FHE_LEVELS, FHE_BASE_LOG)
 
 // ---------------------------------------------------------------------------------------
+// Both blind rotations read the key-switched LWE ciphertexts (`small`, n + 1 words each) and
+// switch each word to 2N as they reach it (modulus_switch), with no launch of their own.
+//
 // Blind rotation, amortized: one block per ciphertext, many in flight; FFT passes of 16
 // values per task (LOG_E = 4: three passes for M = 1024). Shared memory: the K1 l digit
 // polynomials in the Fourier domain (padded), whose first K1 slots then receive the K1 output
@@ -1049,7 +1052,7 @@ struct AmortizedShape {
 
 template <int K1, int LOG2M, int LEVELS, u32 B, bool ALL_SHARED>
 __device__ __forceinline__ void blind_rotate_amortized(
-    const FheShape &s, const u32 *__restrict__ switched, const u64 *__restrict__ lut,
+    const FheShape &s, const u64 *__restrict__ small, const u64 *__restrict__ lut,
     const double2 *__restrict__ bsk, const double2 *__restrict__ twist,
     const double2 *__restrict__ tw, u64 *glwe, u32 acc_in_shared, double2 *global_digits) {
     constexpr int LOG_E = FHE_AMORTIZED_LOG_E;
@@ -1061,7 +1064,7 @@ __device__ __forceinline__ void blind_rotate_amortized(
     extern __shared__ double2 fhe_smem[];
     const u32 n = s.lwe_dimension;
     const u64 ct = blockIdx.x;
-    const u32 *sw = switched + ct * (n + 1);
+    const u64 *in = small + ct * (n + 1);
     u64 *const out_glwe = glwe + ct * (u64)K1 * N_POLY;
     double2 *dig, *tw_s;
     u64 *acc;
@@ -1077,7 +1080,7 @@ __device__ __forceinline__ void blind_rotate_amortized(
 
     load_twiddles(tw_s, tw, M / 2);
     // ACC = (0, ..., 0, X^{-b~} LUT)
-    const u32 start = (2 * N_POLY - sw[n]) & (2 * N_POLY - 1);
+    const u32 start = (2 * N_POLY - modulus_switch(in[n], LOG2M + 2)) & (2 * N_POLY - 1);
     for (u32 t = threadIdx.x; t < N_POLY; t += THREADS) {
 #pragma unroll
         for (int r = 0; r < K1 - 1; r++) acc[r * N_POLY + t] = 0;
@@ -1089,10 +1092,10 @@ __device__ __forceinline__ void blind_rotate_amortized(
     // 16 values per task cost 64 registers, and the block count per SM fell from 3 to 2.)
     constexpr bool FUSED = LEVELS == 1;
 
-    u32 a_next = sw[0];
+    u64 a_word = in[0];
     for (u32 i = 0; i < n; i++) {
-        const u32 a = a_next;
-        if (i + 1 < n) a_next = sw[i + 1];  // in flight during this CMux
+        const u32 a = modulus_switch(a_word, LOG2M + 2);
+        if (i + 1 < n) a_word = in[i + 1];  // in flight during this CMux
         if (a == 0) continue;  // X^0 ACC - ACC = 0: the CMux leaves ACC unchanged
         const double2 *ggsw = bsk + (u64)i * ROWS * K1 * M;
         prefetch_key<LOG2M, THREADS, ROWS * K1>(ggsw);
@@ -1140,12 +1143,12 @@ __device__ __forceinline__ void blind_rotate_amortized(
 // `global_digits` ignored by `..._shared`.
 #define FHE_DEFINE_AMORTIZED(NAME, ALL_SHARED)                                                \
     extern "C" __global__ void __launch_bounds__(AmortizedShape<FHE_K1, FHE_LOG2M>::THREADS)  \
-        NAME(const FheShape s, const u32 *__restrict__ switched, const u64 *__restrict__ lut, \
+        NAME(const FheShape s, const u64 *__restrict__ small, const u64 *__restrict__ lut,    \
              const double2 *__restrict__ bsk, const double2 *__restrict__ twist,              \
              const double2 *__restrict__ tw, u64 *glwe, u32 acc_in_shared,                    \
              double2 *global_digits) {                                                        \
         blind_rotate_amortized<FHE_K1, FHE_LOG2M, FHE_LEVELS, FHE_BASE_LOG, ALL_SHARED>(      \
-            s, switched, lut, bsk, twist, tw, glwe, acc_in_shared, global_digits);            \
+            s, small, lut, bsk, twist, tw, glwe, acc_in_shared, global_digits);               \
     }
 
 FHE_DEFINE_AMORTIZED(FHE_KERNEL_NAME(fhe_blind_rotate_amortized), false)
@@ -1394,7 +1397,7 @@ __device__ __forceinline__ void inverse_first_stages(double2 (&x)[8], const Tw &
 
 template <int K1, int LOG2M, int LEVELS, u32 B>
 __device__ __forceinline__ void blind_rotate_cluster(
-    const FheShape &s, const u32 *__restrict__ switched, const u64 *__restrict__ lut,
+    const FheShape &s, const u64 *__restrict__ small, const u64 *__restrict__ lut,
     const double2 *__restrict__ bsk, const double2 *__restrict__ twist,
     const double2 *__restrict__ tw_staged, u64 *glwe) {
     constexpr int LOG_E = FHE_CLUSTER_LOG_E;
@@ -1418,7 +1421,7 @@ __device__ __forceinline__ void blind_rotate_cluster(
     const u32 n = s.lwe_dimension;
     const u32 rank = cluster_rank();
     const u64 ct = blockIdx.x / K1;
-    const u32 *sw = switched + ct * (n + 1);
+    const u64 *in = small + ct * (n + 1);
     // [parity][sender: the other blocks in rank order][level][warp][WARP_SPAN slots]
     double2 *const received = fhe_smem;
     double2 *const work = received + 2 * RECEIVED;  // one padded polynomial; first the twiddles
@@ -1435,7 +1438,7 @@ __device__ __forceinline__ void blind_rotate_cluster(
         if (n > 0) copy_key_rows<LOG2M>(key_s, key_column, ROWS, (u64)K1 * M, key_ready);
     }
     load_twiddles(work, tw_staged, M - 1);
-    const u32 start = (2 * N_POLY - sw[n]) & (2 * N_POLY - 1);
+    const u32 start = (2 * N_POLY - modulus_switch(in[n], LOG2M + 2)) & (2 * N_POLY - 1);
 #pragma unroll
     for (u32 t = threadIdx.x; t < N_POLY; t += THREADS) {
         acc[t] = rank == K1 - 1 ? rotated(lut, start, t, N_POLY) : 0;
@@ -1460,10 +1463,10 @@ __device__ __forceinline__ void blind_rotate_cluster(
         remote_ready[o] = cluster_address(&digits_ready[warp], t);
     }
 
-    u32 a_next = sw[0];
+    u64 a_word = in[0];
     for (u32 i = 0; i < n; i++) {
-        const u32 a = a_next;
-        if (i + 1 < n) a_next = sw[i + 1];  // in flight during this CMux
+        const u32 a = modulus_switch(a_word, LOG2M + 2);
+        if (i + 1 < n) a_word = in[i + 1];  // in flight during this CMux
         const u32 parity = i & 1;
         u64 *const ready = &digits_ready[parity * WARPS + warp];
         if (lane == 0) mbarrier_expect(ready, (K1 - 1) * LEVELS * WARP_VALUES * 16);
@@ -1543,10 +1546,10 @@ __device__ __forceinline__ void blind_rotate_cluster(
 extern "C" __global__ void __cluster_dims__(FHE_K1, 1, 1)
     __launch_bounds__(ClusterShape<FHE_LOG2M>::THREADS)
         FHE_KERNEL_NAME(fhe_blind_rotate_cluster)(
-            const FheShape s, const u32 *__restrict__ switched, const u64 *__restrict__ lut,
+            const FheShape s, const u64 *__restrict__ small, const u64 *__restrict__ lut,
             const double2 *__restrict__ bsk, const double2 *__restrict__ twist,
             const double2 *__restrict__ tw_staged, u64 *glwe) {
-    blind_rotate_cluster<FHE_K1, FHE_LOG2M, FHE_LEVELS, FHE_BASE_LOG>(s, switched, lut, bsk,
+    blind_rotate_cluster<FHE_K1, FHE_LOG2M, FHE_LEVELS, FHE_BASE_LOG>(s, small, lut, bsk,
                                                                       twist, tw_staged, glwe);
 }
 #endif
