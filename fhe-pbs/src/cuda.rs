@@ -10,17 +10,17 @@
 //! time) takes its input that way: pointwise products need no permutation at run time. The
 //! twist and twiddle tables are computed on the host exactly as `fft.rs` computes them and
 //! uploaded too; the untwist is `conj(twist) / (N/2)`, applied on the device from the twist
-//! (exactly the same values: `N/2` is a power of two). Lookup tables are uploaded as the CPU builds them
-//! ([`LookupTable::polynomial`]), so they are bit-exact by construction.
+//! (exactly the same values: `N/2` is a power of two). Lookup tables are uploaded as the CPU
+//! builds them ([`LookupTable::polynomial`]), so they are bit-exact by construction.
 //!
 //! # Pipeline
 //!
 //! Per chunk of a batch (up to 4,096 ciphertexts; fewer when the free device memory or
 //! [`Cuda::with_max_chunk`] asks for it): one upload, then key switch (for `KS_PBS`), blind
 //! rotation (which switches the modulus of its inputs as it reads them), sample extraction,
-//! each one launch on one stream, then one download. No round trip to the host between the stages. The copies go through page-locked
-//! buffers and are queued like the kernels, so the host stages the next chunk and unpacks the
-//! previous one while the GPU works on this one.
+//! each one launch on one stream, then one download. No round trip to the host between the
+//! stages. The copies go through page-locked buffers and are queued like the kernels, so the
+//! host stages the next chunk and unpacks the previous one while the GPU works on this one.
 //!
 //! # FFT and key switch on the device
 //!
@@ -928,9 +928,9 @@ impl Cuda {
                 // const u64*, const double2*, const double2*, const double2*, u64*)`
                 // with K1 = k + 1, N, L = l and B the base log of these parameters (the kernel
                 // was loaded for them, and its block is the `N/16` threads launched);
-                // `small` holds count (n + 1) words, `lut` N words, the key n (k + 1)^2 l N/2 complex
-                // values, the twist N/2 and the staged twiddles N/2 - 1 complex values, `glwe`
-                // count (k + 1) N words; the grid has one cluster of k + 1 blocks per
+                // `small` holds count (n + 1) words, `lut` N words, the key n (k + 1)^2 l N/2
+                // complex values, the twist N/2 and the staged twiddles N/2 - 1 complex values,
+                // `glwe` count (k + 1) N words; the grid has one cluster of k + 1 blocks per
                 // ciphertext, with the shared memory the kernel indexes (allowed at load).
                 unsafe {
                     self.gpu
@@ -1262,8 +1262,8 @@ fn first(mut outputs: Vec<LweCiphertext>) -> Result<LweCiphertext, Error> {
 /// [`crate::glwe::sample_extract`]); the key switch is [`Bootstrapper::keyswitch_batch`].
 /// They run the device functions the pipeline runs: the blind rotations switch their inputs'
 /// modulus with the function of the modulus-switch kernel, and the decomposition kernel's
-/// function is the one the key switch and, fused with the FFT, the blind rotations use. Lookup tables are
-/// not built on the device: the CPU's polynomial is uploaded as is.
+/// function is the one the key switch and, fused with the FFT, the blind rotations use.
+/// Lookup tables are not built on the device: the CPU's polynomial is uploaded as is.
 pub mod stages {
     use super::{Cuda, ELEMENTWISE_THREADS, to_u32};
     use crate::error::Error;

@@ -130,6 +130,10 @@ pub struct Gpu {
 impl Gpu {
     /// Opens device `ordinal`. Errors: `NoDriver` without libcuda, `NoDevice` when the ordinal
     /// is not visible, `Driver` for any other failure.
+    ///
+    /// The device's default memory pool (which the buffers come from) is set to keep the memory
+    /// of freed buffers for later allocations in this process rather than hand it back to the
+    /// driver at every synchronization; [`Gpu::free_memory`] counts it as free.
     pub fn new(ordinal: usize) -> Result<Arc<Self>> {
         let available = device_count()?;
         if ordinal >= available {
