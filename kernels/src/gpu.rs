@@ -133,7 +133,8 @@ impl Gpu {
     ///
     /// The device's default memory pool (which the buffers come from) is set to keep the memory
     /// of freed buffers for later allocations in this process rather than hand it back to the
-    /// driver at every synchronization; [`Gpu::free_memory`] counts it as free.
+    /// driver at every synchronization: [`Gpu::cached_memory`] says how much it holds, and
+    /// [`Gpu::release_cached_memory`] hands it back.
     pub fn new(ordinal: usize) -> Result<Arc<Self>> {
         let available = device_count()?;
         if ordinal >= available {
@@ -179,11 +180,18 @@ impl Gpu {
     }
 
     /// Bytes of device memory that allocations can still have, now: the device's free
-    /// memory plus what the memory pool holds from freed buffers (see [`Gpu::new`]).
+    /// memory plus [`Gpu::cached_memory`].
     pub fn free_memory(&self) -> Result<usize> {
         let free = self.context.mem_get_info()?.0;
+        Ok(free.saturating_add(self.cached_memory()?))
+    }
+
+    /// Bytes that freed buffers left in the device's memory pool (see [`Gpu::new`]): this
+    /// process's next allocations reuse them; other processes, and allocations outside the
+    /// pool, cannot have them until [`Gpu::release_cached_memory`].
+    pub fn cached_memory(&self) -> Result<usize> {
         if !self.context.has_async_alloc() {
-            return Ok(free);
+            return Ok(0);
         }
         let reserved = pool_attribute(
             &self.context,
@@ -193,8 +201,22 @@ impl Gpu {
             &self.context,
             CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
         )?;
-        let idle = usize::try_from(reserved.saturating_sub(used)).unwrap_or(usize::MAX);
-        Ok(free.saturating_add(idle))
+        Ok(usize::try_from(reserved.saturating_sub(used)).unwrap_or(usize::MAX))
+    }
+
+    /// Waits for the work queued on this handle's stream, then hands the memory that freed
+    /// buffers left in the device's memory pool back to the driver.
+    pub fn release_cached_memory(&self) -> Result<()> {
+        self.synchronize()?;
+        if self.context.has_async_alloc() {
+            // SAFETY: the device belongs to a live context; trimming only releases memory
+            // that no allocation holds.
+            unsafe {
+                let pool = result::device::get_default_mem_pool(self.context.cu_device())?;
+                result::mem_pool::trim_to(pool, 0)?;
+            }
+        }
+        Ok(())
     }
 
     /// Waits until all work queued on this handle's stream has finished, and reports any

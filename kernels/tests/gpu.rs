@@ -3,7 +3,13 @@
 #![cfg(feature = "cuda")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::sync::Mutex;
+
 use kernels::{Gpu, GpuError, Grid, source};
+
+/// Held by the tests that fill or empty the device's memory pool, which every handle in the
+/// process shares (the tests of one file run on parallel threads).
+static POOL: Mutex<()> = Mutex::new(());
 
 #[test]
 #[ignore = "requires a CUDA GPU"]
@@ -22,6 +28,27 @@ fn device_properties_are_read() {
 
 #[test]
 #[ignore = "requires a CUDA GPU"]
+fn freed_memory_stays_cached_until_released() {
+    let _pool = POOL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let gpu = Gpu::first().unwrap();
+    let bytes = 256 << 20;
+    drop(gpu.alloc_zeroed::<u8>(bytes).unwrap());
+    gpu.synchronize().unwrap();
+    let cached = gpu.cached_memory().unwrap();
+    assert!(
+        cached >= bytes,
+        "{cached} bytes cached after freeing {bytes}"
+    );
+    assert!(gpu.free_memory().unwrap() >= cached);
+    gpu.release_cached_memory().unwrap();
+    let left = gpu.cached_memory().unwrap();
+    assert!(left < bytes, "{left} bytes still cached after the release");
+}
+
+#[test]
+#[ignore = "requires a CUDA GPU"]
 fn missing_ordinal_is_no_device() {
     let count = kernels::device_count().unwrap();
     let err = Gpu::new(count).unwrap_err();
@@ -33,6 +60,9 @@ fn missing_ordinal_is_no_device() {
 #[test]
 #[ignore = "requires a CUDA GPU"]
 fn buffers_round_trip_and_oversized_allocations_fail_cleanly() {
+    let _pool = POOL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let gpu = Gpu::first().unwrap();
     let data: Vec<u64> = (0..1_000_003u64)
         .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
