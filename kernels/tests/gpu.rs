@@ -3,13 +3,19 @@
 #![cfg(feature = "cuda")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use kernels::{Gpu, GpuError, Grid, source};
 
 /// Held by the tests that fill or empty the device's memory pool, which every handle in the
 /// process shares (the tests of one file run on parallel threads).
 static POOL: Mutex<()> = Mutex::new(());
+
+/// The first GPU, with [`POOL`] held.
+fn first_gpu_holding_pool() -> (MutexGuard<'static, ()>, Arc<Gpu>) {
+    let guard = POOL.lock().unwrap_or_else(PoisonError::into_inner);
+    (guard, Gpu::first().unwrap())
+}
 
 #[test]
 #[ignore = "requires a CUDA GPU"]
@@ -29,10 +35,7 @@ fn device_properties_are_read() {
 #[test]
 #[ignore = "requires a CUDA GPU"]
 fn freed_memory_stays_cached_until_released() {
-    let _pool = POOL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let gpu = Gpu::first().unwrap();
+    let (_pool, gpu) = first_gpu_holding_pool();
     let bytes = 256 << 20;
     drop(gpu.alloc_zeroed::<u8>(bytes).unwrap());
     gpu.synchronize().unwrap();
@@ -60,10 +63,7 @@ fn missing_ordinal_is_no_device() {
 #[test]
 #[ignore = "requires a CUDA GPU"]
 fn buffers_round_trip_and_oversized_allocations_fail_cleanly() {
-    let _pool = POOL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let gpu = Gpu::first().unwrap();
+    let (_pool, gpu) = first_gpu_holding_pool();
     let data: Vec<u64> = (0..1_000_003u64)
         .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
         .collect();
