@@ -187,8 +187,10 @@ impl Gpu {
     }
 
     /// Bytes that freed buffers left in the device's memory pool (see [`Gpu::new`]): this
-    /// process's next allocations reuse them; other processes, and allocations outside the
-    /// pool, cannot have them until [`Gpu::release_cached_memory`].
+    /// process's next allocations reuse them (the driver also hands them back when a larger
+    /// buffer needs the room: the GPU test `cached_memory_never_makes_an_allocation_fail`);
+    /// other processes, and allocations outside the pool, cannot have them until
+    /// [`Gpu::release_cached_memory`].
     pub fn cached_memory(&self) -> Result<usize> {
         if !self.context.has_async_alloc() {
             return Ok(0);
