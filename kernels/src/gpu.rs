@@ -4,7 +4,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags, CUmemPool_attribute, CUresult};
+use cudarc::driver::sys::{
+    CUdevice_attribute, CUevent_flags, CUmemPool_attribute, CUmemoryPool, CUresult,
+};
 use cudarc::driver::{CudaContext, CudaModule, CudaStream, DeviceRepr, ValidAsZeroBits, result};
 use cudarc::nvrtc::Ptx;
 
@@ -25,14 +27,13 @@ fn zeroed<T: ValidAsZeroBits>() -> T {
 /// synchronization. (Handing it back and mapping it again cost about 150 µs per buffer on an
 /// H100, which a pipeline of small launches would pay at every call.)
 fn keep_freed_memory(context: &CudaContext) -> Result<()> {
-    if !context.has_async_alloc() {
+    let Some(pool) = default_pool(context)? else {
         return Ok(());
-    }
+    };
     let mut threshold = u64::MAX;
-    // SAFETY: the device belongs to a live context; the release threshold is a u64 that the
-    // driver reads from the pointer during the call.
+    // SAFETY: the pool is the live context's device's; the release threshold is a u64 that
+    // the driver reads from the pointer during the call.
     unsafe {
-        let pool = result::device::get_default_mem_pool(context.cu_device())?;
         result::mem_pool::set_attribute(
             pool,
             CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
@@ -42,15 +43,24 @@ fn keep_freed_memory(context: &CudaContext) -> Result<()> {
     Ok(())
 }
 
-/// A u64 attribute of the device's default memory pool.
-fn pool_attribute(context: &CudaContext, attribute: CUmemPool_attribute) -> Result<u64> {
-    let mut value = 0u64;
-    // SAFETY: the device belongs to a live context; the attributes read here are u64 values
-    // that the driver writes through the pointer during the call.
-    unsafe {
-        let pool = result::device::get_default_mem_pool(context.cu_device())?;
-        result::mem_pool::get_attribute(pool, attribute, (&raw mut value).cast())?;
+/// The memory pool cudarc allocates from (the device's default one), or `None` when the
+/// driver has no stream-ordered allocator (cudarc then allocates outside any pool).
+fn default_pool(context: &CudaContext) -> Result<Option<CUmemoryPool>> {
+    if !context.has_async_alloc() {
+        return Ok(None);
     }
+    // SAFETY: the device belongs to a live context.
+    Ok(Some(unsafe {
+        result::device::get_default_mem_pool(context.cu_device())
+    }?))
+}
+
+/// A u64 attribute of `pool`.
+fn pool_attribute(pool: CUmemoryPool, attribute: CUmemPool_attribute) -> Result<u64> {
+    let mut value = 0u64;
+    // SAFETY: `pool` comes from default_pool; the attributes read here are u64 values that
+    // the driver writes through the pointer during the call.
+    unsafe { result::mem_pool::get_attribute(pool, attribute, (&raw mut value).cast()) }?;
     Ok(value)
 }
 
@@ -192,17 +202,14 @@ impl Gpu {
     /// other processes, and allocations outside the pool, cannot have them until
     /// [`Gpu::release_cached_memory`].
     pub fn cached_memory(&self) -> Result<usize> {
-        if !self.context.has_async_alloc() {
+        let Some(pool) = default_pool(&self.context)? else {
             return Ok(0);
-        }
+        };
         let reserved = pool_attribute(
-            &self.context,
+            pool,
             CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
         )?;
-        let used = pool_attribute(
-            &self.context,
-            CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
-        )?;
+        let used = pool_attribute(pool, CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)?;
         Ok(usize::try_from(reserved.saturating_sub(used)).unwrap_or(usize::MAX))
     }
 
@@ -210,13 +217,10 @@ impl Gpu {
     /// buffers left in the device's memory pool back to the driver.
     pub fn release_cached_memory(&self) -> Result<()> {
         self.synchronize()?;
-        if self.context.has_async_alloc() {
-            // SAFETY: the device belongs to a live context; trimming only releases memory
-            // that no allocation holds.
-            unsafe {
-                let pool = result::device::get_default_mem_pool(self.context.cu_device())?;
-                result::mem_pool::trim_to(pool, 0)?;
-            }
+        if let Some(pool) = default_pool(&self.context)? {
+            // SAFETY: `pool` comes from default_pool; trimming only releases memory that no
+            // allocation holds.
+            unsafe { result::mem_pool::trim_to(pool, 0) }?;
         }
         Ok(())
     }
