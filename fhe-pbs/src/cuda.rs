@@ -1167,8 +1167,9 @@ fn amortized_shared_bytes(params: &Parameters, layout: AmortizedLayout) -> usize
 /// Dynamic shared memory of a cluster block: two parities of `k` receive slots of `l` padded
 /// Fourier polynomials (one slot per other block), one padded polynomial for the FFT passes
 /// (and the outgoing digits), one accumulator polynomial of `N` words, the block's
-/// `(k + 1) l` key rows of one CMux (`N/2` complex values each) and the mbarriers: one for the
-/// key rows, two (the parities) per warp for the digits (`N/16` threads, `N/512` warps).
+/// `(k + 1) l` key rows of one CMux (`N/2` complex values each) and the mbarriers, three per
+/// warp (`N/16` threads, `N/512` warps): one for its part of the key rows, two (the parities)
+/// for the digits.
 fn cluster_shared_bytes(params: &Parameters) -> usize {
     let k1 = params.glwe_dimension().0 + 1;
     let n = params.polynomial_size().0;
@@ -1176,7 +1177,7 @@ fn cluster_shared_bytes(params: &Parameters) -> usize {
     let padded = padded_slots(params, CLUSTER_LOG_E);
     let received = 2 * (k1 - 1) * levels * padded;
     let key_rows = k1 * levels * n / 2;
-    let mbarriers = 1 + 2 * (n / 512);
+    let mbarriers = 3 * (n / 512);
     (received + padded + key_rows) * 16 + n * 8 + mbarriers * 8
 }
 
