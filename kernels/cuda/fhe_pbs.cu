@@ -1264,10 +1264,15 @@ FHE_DEFINE_AMORTIZED(FHE_KERNEL_NAME(fhe_blind_rotate_amortized_shared), true)
 // The key rows of a CMux (K1 l polynomials of column `rank`, contiguous M values each,
 // swizzled by key_position) come into shared memory by the copy engine, each warp's part of
 // them (the 8 x 32 positions its threads read, in every row) completing on the warp's
-// `key_ready[warp]`: lane 0 asks for CMux i + 1's part as soon as its warp has read CMux i's,
-// so that their latency hides behind the inverse FFT, the decomposition and the forward FFT.
-// Every CMux runs, also those with a = 0 (which add exactly zero), so that the copies follow
-// the loop index.
+// `key_ready[warp]`. Each thread asks L2 for its lines of CMux i + 1's rows once it has read
+// CMux i's, and lane 0 asks for the warp's part of CMux i's rows at the start of CMux i, so
+// that the copy engine's writes land in shared memory during the decomposition, whose few
+// loads leave it idle, and not during the FFT passes. (Measured on an H100 with ncu: the
+// copies asked for right after the product of the CMux before, and with a proxy fence each,
+// 4.67 to 4.69 M cycles per bootstrap; asked for at the start of the CMux, 4.57 M (-2.2%);
+// after the decomposition, 4.83 to 4.86 M; before the forward FFT's last pass, 4.63 M. The
+// kernel without any key copies, wrong but timed, took 4.34 M.) Every CMux runs, also those
+// with a = 0 (which add exactly zero), so that the copies follow the loop index.
 //
 // From the forward FFT's second pass to the inverse's second-last, a warp touches only its
 // own part of `work` and of the key rows (pass_barrier), so only the passes that cross warps
@@ -1376,12 +1381,12 @@ __device__ __forceinline__ void fence_proxy_async() {
 // One thread: copies PART complex values of each of `rows` polynomials of M values (`stride`
 // values apart in global memory, from `src` on in the first) to the same part of consecutive
 // polynomials at `dst` in shared memory, completing on `bar`. The part's previous contents
-// were read by ordinary loads before the caller's last barrier over their readers.
+// were read by ordinary loads before the caller's last barrier over their readers: a write
+// after those reads, which needs no proxy fence (as for a buffer released by an mbarrier).
 template <int LOG2M, u32 PART>
 __device__ __forceinline__ void copy_key_part(double2 *dst, const double2 *src, int rows,
                                               u64 stride, u64 *bar) {
     constexpr u32 PART_BYTES = PART * 16;
-    fence_proxy_async();
     mbarrier_expect(bar, PART_BYTES * rows);
     for (int row = 0; row < rows; row++) {
         asm volatile(
@@ -1389,6 +1394,16 @@ __device__ __forceinline__ void copy_key_part(double2 *dst, const double2 *src, 
             "[%3];" ::"r"(shared_address(dst + ((u64)row << LOG2M))),
             "l"(src + row * stride), "r"(PART_BYTES), "r"(shared_address(bar))
             : "memory");
+    }
+}
+
+// Asks L2 for the lines that hold the key values at `first` (8 values, one 128-byte line:
+// key_position permutes within lines) of ROWS polynomials `stride` values apart from `rows`.
+template <int ROWS>
+__device__ __forceinline__ void prefetch_key_lines(const double2 *rows, u64 stride, u32 first) {
+#pragma unroll
+    for (int r = 0; r < ROWS; r++) {
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(rows + r * stride + first));
     }
 }
 
@@ -1513,12 +1528,8 @@ __device__ __forceinline__ void blind_rotate_cluster(
     const u32 u = threadIdx.x, warp = u / 32, lane = u % 32;
     if (threadIdx.x == 0) {
         for (u32 b = 0; b < 3 * WARPS; b++) mbarrier_init(&key_ready[b]);  // and digits_ready
-        for (u32 w = 0; w < WARPS && n > 0; w++) {
-            copy_key_part<LOG2M, WARP_VALUES>(key_s + w * WARP_VALUES,
-                                              key_column + w * WARP_VALUES, ROWS, (u64)K1 * M,
-                                              &key_ready[w]);
-        }
     }
+    if (n > 0) prefetch_key_lines<ROWS>(key_column, (u64)K1 * M, u * E);
     load_twiddles(work, tw_staged, M - 1);
     const u32 start = (2 * N_POLY - modulus_switch(in[n], LOG2M + 2)) & (2 * N_POLY - 1);
 #pragma unroll
@@ -1551,6 +1562,11 @@ __device__ __forceinline__ void blind_rotate_cluster(
         if (i + 1 < n) a_word = in[i + 1];  // in flight during this CMux
         const u32 parity = i & 1;
         u64 *const ready = &digits_ready[parity * WARPS + warp];
+        if (lane == 0) {  // the warp read its part of CMux i - 1's rows before the barrier
+            copy_key_part<LOG2M, WARP_VALUES>(key_s + warp * WARP_VALUES,
+                                              key_column + i * GGSW + warp * WARP_VALUES,
+                                              ROWS, (u64)K1 * M, &key_ready[warp]);
+        }
         if (lane == 0) mbarrier_expect(ready, (K1 - 1) * LEVELS * WARP_VALUES * 16);
         double2 out[E];
 #pragma unroll
@@ -1608,10 +1624,8 @@ __device__ __forceinline__ void blind_rotate_cluster(
         }
         if (lane == 0) wait_bulk_reads();  // before the warp's part of `work` is written again
         __syncwarp();  // the warp has read its part of `work` and of the key rows
-        if (lane == 0 && i + 1 < n) {
-            copy_key_part<LOG2M, WARP_VALUES>(key_s + warp * WARP_VALUES,
-                                              key_column + (i + 1) * GGSW + warp * WARP_VALUES,
-                                              ROWS, (u64)K1 * M, &key_ready[warp]);
+        if (i + 1 < n) {
+            prefetch_key_lines<ROWS>(key_column + (i + 1) * GGSW, (u64)K1 * M, u * E);
         }
         inverse_first_stages<LOG2M>(out, tw, work);
         __syncwarp();  // the next pass (q = 2^(P + 3) <= 32) reads the warp's own part
