@@ -295,17 +295,24 @@ fn to_u32(x: usize) -> u32 {
 
 /// The key as the kernels read it: complex values as `(re, im)` pairs, divided by `half`
 /// (the inverse transform's `1 / M`, exactly: a power of two), each polynomial of `half`
-/// values bit-reversed, the value of position `p` stored at `key_position(p)`.
-fn device_key(fourier: &FourierBootstrapKey, half: usize) -> Vec<f64> {
+/// values bit-reversed, the value of position `p` stored at `key_position(p)`, and each
+/// GGSW's `rows` x `columns` polynomials (row-major in `fourier`) stored column by column, so
+/// that the cluster kernel's block for a column copies its rows of a CMux in one piece.
+fn device_key(fourier: &FourierBootstrapKey, half: usize, rows: usize, columns: usize) -> Vec<f64> {
     let data = fourier.as_slice();
     let log = half.trailing_zeros();
     let mut out = vec![0.0; 2 * data.len()];
-    for (poly_out, poly_in) in out.chunks_exact_mut(2 * half).zip(data.chunks_exact(half)) {
-        for (stored, pair) in poly_out.chunks_exact_mut(2).enumerate() {
-            // key_position is its own inverse.
-            let source = key_position(stored).reverse_bits() >> (usize::BITS - log);
-            pair[0] = poly_in[source].re / half as f64;
-            pair[1] = poly_in[source].im / half as f64;
+    let ggsw = rows * columns * half;
+    for (ggsw_out, ggsw_in) in out.chunks_exact_mut(2 * ggsw).zip(data.chunks_exact(ggsw)) {
+        for (index, poly_in) in ggsw_in.chunks_exact(half).enumerate() {
+            let (row, column) = (index / columns, index % columns);
+            let poly_out = &mut ggsw_out[2 * half * (column * rows + row)..][..2 * half];
+            for (stored, pair) in poly_out.chunks_exact_mut(2).enumerate() {
+                // key_position is its own inverse.
+                let source = key_position(stored).reverse_bits() >> (usize::BITS - log);
+                pair[0] = poly_in[source].re / half as f64;
+                pair[1] = poly_in[source].im / half as f64;
+            }
         }
     }
     out
@@ -410,6 +417,7 @@ impl Cuda {
         }
         let kernels = Self::load_kernels(&gpu, &params)?;
         let fourier = FourierBootstrapKey::new(keys.bootstrap_key())?;
+        let pbs_levels = params.pbs_decomposition().level_count.0;
         let (twist, twiddles) = fft_tables(n);
         let ksk = keys.keyswitch_key().as_slice();
         let ksk_bytes = match kernels.keyswitch_tensor {
@@ -417,7 +425,7 @@ impl Cuda {
             None => None,
         };
         let device_keys = DeviceKeys {
-            bsk: gpu.upload(&device_key(&fourier, n / 2))?,
+            bsk: gpu.upload(&device_key(&fourier, n / 2, k1 * pbs_levels, k1))?,
             ksk: gpu.upload(ksk)?,
             ksk_bytes,
             twist: gpu.upload(&twist)?,
@@ -1167,9 +1175,8 @@ fn amortized_shared_bytes(params: &Parameters, layout: AmortizedLayout) -> usize
 /// Dynamic shared memory of a cluster block: two parities of `k` receive slots of `l` padded
 /// Fourier polynomials (one slot per other block), one padded polynomial for the FFT passes
 /// (and the outgoing digits), one accumulator polynomial of `N` words, the block's
-/// `(k + 1) l` key rows of one CMux (`N/2` complex values each) and the mbarriers, three per
-/// warp (`N/16` threads, `N/512` warps): one for its part of the key rows, two (the parities)
-/// for the digits.
+/// `(k + 1) l` key rows of one CMux (`N/2` complex values each) and the mbarriers: one for the
+/// key rows, two (the parities) per warp for the digits (`N/16` threads, `N/512` warps).
 fn cluster_shared_bytes(params: &Parameters) -> usize {
     let k1 = params.glwe_dimension().0 + 1;
     let n = params.polynomial_size().0;
@@ -1177,7 +1184,7 @@ fn cluster_shared_bytes(params: &Parameters) -> usize {
     let padded = padded_slots(params, CLUSTER_LOG_E);
     let received = 2 * (k1 - 1) * levels * padded;
     let key_rows = k1 * levels * n / 2;
-    let mbarriers = 3 * (n / 512);
+    let mbarriers = 1 + 2 * (n / 512);
     (received + padded + key_rows) * 16 + n * 8 + mbarriers * 8
 }
 

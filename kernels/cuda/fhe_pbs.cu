@@ -3,7 +3,8 @@
 // Conventions are those of fhe-pbs/src (lib.rs): u64 torus with wrapping arithmetic, LWE =
 // mask then body, GLWE = k masks then the body, key-switching key input-coefficient major with
 // level 1 first, Fourier bootstrap key = the CPU FourierBootstrapKey divided by N/2, with each
-// polynomial's N/2 complex values permuted into bit-reversed order (see below).
+// polynomial's N/2 complex values permuted into bit-reversed order (see below) and each GGSW's
+// polynomials stored column by column: (row, column c) at c (k + 1) l + row.
 //
 // The negacyclic FFT: a polynomial a of N coefficients becomes c_j = (a_j + i a_{j+M}) w^j,
 // M = N/2, w = exp(i pi / N) (the twist, the same table as fft.rs), then an M-point complex
@@ -1196,7 +1197,7 @@ __device__ __forceinline__ void blind_rotate_amortized(
                 const double2 x = dig[row * PM + pj];
 #pragma unroll
                 for (int c = 0; c < K1; c++) {
-                    out[c] = cadd(out[c], cmul(x, __ldg(ggsw + (u64)(row * K1 + c) * M + kj)));
+                    out[c] = cadd(out[c], cmul(x, __ldg(ggsw + (u64)(c * ROWS + row) * M + kj)));
                 }
             }
 #pragma unroll
@@ -1261,18 +1262,16 @@ FHE_DEFINE_AMORTIZED(FHE_KERNEL_NAME(fhe_blind_rotate_amortized_shared), true)
 // block r writes). Lane 0 waits until its copies have read `work` before the warp's next
 // barrier, after which the warp writes its part of `work` again.
 //
-// The key rows of a CMux (K1 l polynomials of column `rank`, contiguous M values each,
-// swizzled by key_position) come into shared memory by the copy engine, each warp's part of
-// them (the 8 x 32 positions its threads read, in every row) completing on the warp's
-// `key_ready[warp]`. Each thread asks L2 for its lines of CMux i + 1's rows once it has read
-// CMux i's, and lane 0 asks for the warp's part of CMux i's rows at the start of CMux i, so
-// that the copy engine's writes land in shared memory during the decomposition, whose few
-// loads leave it idle, and not during the FFT passes. (Measured on an H100 with ncu: the
-// copies asked for right after the product of the CMux before, and with a proxy fence each,
-// 4.67 to 4.69 M cycles per bootstrap; asked for at the start of the CMux, 4.57 M (-2.2%);
-// after the decomposition, 4.83 to 4.86 M; before the forward FFT's last pass, 4.63 M. The
-// kernel without any key copies, wrong but timed, took 4.34 M.) Every CMux runs, also those
-// with a = 0 (which add exactly zero), so that the copies follow the loop index.
+// The key rows of a CMux (K1 l polynomials of column `rank`, contiguous in the key, M values
+// each, swizzled by key_position) come into shared memory by one bulk copy, completing on
+// `key_ready`. Thread 0 asks for CMux i's rows at the start of CMux i, and L2 for CMux
+// i + 1's, so that the copy engine's writes land in shared memory during the decomposition,
+// whose few loads leave it idle, and not during the FFT passes. (Measured on an H100 with
+// ncu, cycles per bootstrap: each warp's part of the rows copied right after the product of
+// the CMux before, with a proxy fence, 4.67 to 4.69 M; at the start of the CMux, 4.52 to
+// 4.57 M; after the decomposition, 4.83 to 4.86 M; before the forward FFT's last pass, 4.63 M.
+// The kernel without any key copies, wrong but timed, took 4.34 M.) Every CMux runs, also
+// those with a = 0 (which add exactly zero), so that the copies follow the loop index.
 //
 // From the forward FFT's second pass to the inverse's second-last, a warp touches only its
 // own part of `work` and of the key rows (pass_barrier), so only the passes that cross warps
@@ -1378,33 +1377,23 @@ __device__ __forceinline__ void fence_proxy_async() {
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 
-// One thread: copies PART complex values of each of `rows` polynomials of M values (`stride`
-// values apart in global memory, from `src` on in the first) to the same part of consecutive
-// polynomials at `dst` in shared memory, completing on `bar`. The part's previous contents
-// were read by ordinary loads before the caller's last barrier over their readers: a write
-// after those reads, which needs no proxy fence (as for a buffer released by an mbarrier).
-template <int LOG2M, u32 PART>
-__device__ __forceinline__ void copy_key_part(double2 *dst, const double2 *src, int rows,
-                                              u64 stride, u64 *bar) {
-    constexpr u32 PART_BYTES = PART * 16;
-    mbarrier_expect(bar, PART_BYTES * rows);
-    for (int row = 0; row < rows; row++) {
-        asm volatile(
-            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
-            "[%3];" ::"r"(shared_address(dst + ((u64)row << LOG2M))),
-            "l"(src + row * stride), "r"(PART_BYTES), "r"(shared_address(bar))
-            : "memory");
-    }
+// One thread: copies `bytes` (a multiple of 16) from global memory at `src` to shared memory
+// at `dst`, completing on `bar`. The destination's previous contents were read by ordinary
+// loads before the caller's last barrier over their readers: a write after those reads,
+// which needs no proxy fence (as for a buffer released by an mbarrier).
+__device__ __forceinline__ void copy_to_shared(void *dst, const void *src, u32 bytes,
+                                               u64 *bar) {
+    mbarrier_expect(bar, bytes);
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
+        "[%3];" ::"r"(shared_address(dst)),
+        "l"(src), "r"(bytes), "r"(shared_address(bar))
+        : "memory");
 }
 
-// Asks L2 for the lines that hold the key values at `first` (8 values, one 128-byte line:
-// key_position permutes within lines) of ROWS polynomials `stride` values apart from `rows`.
-template <int ROWS>
-__device__ __forceinline__ void prefetch_key_lines(const double2 *rows, u64 stride, u32 first) {
-#pragma unroll
-    for (int r = 0; r < ROWS; r++) {
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(rows + r * stride + first));
-    }
+// Asks L2 for `bytes` (a multiple of 16) of global memory from `src` on, in one instruction.
+__device__ __forceinline__ void prefetch_to_l2(const void *src, u32 bytes) {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
 }
 
 __device__ __forceinline__ double2 shfl_xor_complex(double2 v, int lane_mask) {
@@ -1521,15 +1510,18 @@ __device__ __forceinline__ void blind_rotate_cluster(
     double2 *const work = received + 2 * RECEIVED;  // one padded polynomial; first the twiddles
     u64 *const acc = (u64 *)(work + PM);
     double2 *const key_s = (double2 *)(acc + N_POLY);  // ROWS polynomials
-    u64 *const key_ready = (u64 *)(key_s + ROWS * M);  // [warp]
-    u64 *const digits_ready = key_ready + WARPS;       // [parity][warp]
-    // This block's column of the key: polynomial (row K1 + rank) of each GGSW row.
-    const double2 *key_column = bsk + (u64)rank * M;
+    u64 *const key_ready = (u64 *)(key_s + ROWS * M);
+    u64 *const digits_ready = key_ready + 1;  // [parity][warp]
+    // This block's column of the key: polynomial `rank` of each GGSW row, the ROWS of them
+    // contiguous (the host uploads each GGSW column by column), KEY_BYTES per CMux.
+    constexpr u32 KEY_BYTES = ROWS * M * 16;
+    const double2 *key_column = bsk + (u64)rank * ROWS * M;
     const u32 u = threadIdx.x, warp = u / 32, lane = u % 32;
     if (threadIdx.x == 0) {
-        for (u32 b = 0; b < 3 * WARPS; b++) mbarrier_init(&key_ready[b]);  // and digits_ready
+        mbarrier_init(key_ready);
+        for (u32 b = 0; b < 2 * WARPS; b++) mbarrier_init(&digits_ready[b]);
+        if (n > 0) prefetch_to_l2(key_column, KEY_BYTES);
     }
-    if (n > 0) prefetch_key_lines<ROWS>(key_column, (u64)K1 * M, u * E);
     load_twiddles(work, tw_staged, M - 1);
     const u32 start = (2 * N_POLY - modulus_switch(in[n], LOG2M + 2)) & (2 * N_POLY - 1);
 #pragma unroll
@@ -1562,10 +1554,9 @@ __device__ __forceinline__ void blind_rotate_cluster(
         if (i + 1 < n) a_word = in[i + 1];  // in flight during this CMux
         const u32 parity = i & 1;
         u64 *const ready = &digits_ready[parity * WARPS + warp];
-        if (lane == 0) {  // the warp read its part of CMux i - 1's rows before the barrier
-            copy_key_part<LOG2M, WARP_VALUES>(key_s + warp * WARP_VALUES,
-                                              key_column + i * GGSW + warp * WARP_VALUES,
-                                              ROWS, (u64)K1 * M, &key_ready[warp]);
+        if (threadIdx.x == 0) {  // every warp read CMux i - 1's rows before the last barrier
+            copy_to_shared(key_s, key_column + i * GGSW, KEY_BYTES, key_ready);
+            if (i + 1 < n) prefetch_to_l2(key_column + (i + 1) * GGSW, KEY_BYTES);
         }
         if (lane == 0) mbarrier_expect(ready, (K1 - 1) * LEVELS * WARP_VALUES * 16);
         double2 out[E];
@@ -1582,7 +1573,7 @@ __device__ __forceinline__ void blind_rotate_cluster(
                                                                                         tw);
             double2 x[E];
             forward_last_stages<LOG2M>(work, tw, x);
-            if (level == 0) mbarrier_wait(&key_ready[warp], parity);
+            if (level == 0) mbarrier_wait(key_ready, parity);
             // This warp's values into its own part of `work` (which only this warp reads in
             // forward_last_stages), then to every other block with the copy engine.
             __syncwarp();
@@ -1623,10 +1614,7 @@ __device__ __forceinline__ void blind_rotate_cluster(
             }
         }
         if (lane == 0) wait_bulk_reads();  // before the warp's part of `work` is written again
-        __syncwarp();  // the warp has read its part of `work` and of the key rows
-        if (i + 1 < n) {
-            prefetch_key_lines<ROWS>(key_column + (i + 1) * GGSW, (u64)K1 * M, u * E);
-        }
+        __syncwarp();  // the warp has read its part of `work`
         inverse_first_stages<LOG2M>(out, tw, work);
         __syncwarp();  // the next pass (q = 2^(P + 3) <= 32) reads the warp's own part
         fft_inverse_add<LOG2M, LOG_E, THREADS, 1, P + LOG_E, false, true>(work, tw, acc,
