@@ -30,7 +30,7 @@
 //! the twiddles are copied into shared memory once per block (the cluster kernel then keeps
 //! each thread's in registers); the key is uploaded divided by `N/2` (the inverse transform's
 //! scale, exactly), bit-reversed and swizzled so that no read of it conflicts on shared-memory
-//! banks; the inverse transform's last pass untwists, rounds and adds straight into the
+//! banks, each GGSW's polynomials column by column; the inverse transform's last pass untwists, rounds and adds straight into the
 //! accumulator; with one decomposition
 //! level, the decomposition runs fused with the forward transform's first pass (the digits
 //! never go through shared memory), and the cluster kernel keeps each thread's own
@@ -67,8 +67,10 @@
 //!   happens in registers too; each warp sends its Fourier digits into the other blocks'
 //!   shared memory with the copy engine (`cp.async.bulk` within the cluster), and each warp
 //!   waits on its own mbarrier for the bytes it receives: no cluster-wide barrier or memory
-//!   fence per CMux. The key rows of the next CMux come into shared memory by the copy engine
-//!   too while the current one finishes. Clusters rather than a cooperative grid because the
+//!   fence per CMux. Each block's key rows of a CMux (contiguous in the key) come into shared
+//!   memory by one bulk copy, asked for at the start of the CMux (and into L2 one CMux ahead),
+//!   so that they land during the decomposition, which leaves shared memory mostly idle, not
+//!   during the FFT passes. Clusters rather than a cooperative grid because the
 //!   blocks of a cluster are co-scheduled and reach each other's shared memory directly,
 //!   while a grid sync goes through global memory atomics over the whole grid, which alone
 //!   would take most of the 2 us budget of a CMux. Where clusters are not available (older

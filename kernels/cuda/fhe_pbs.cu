@@ -1269,12 +1269,13 @@ FHE_DEFINE_AMORTIZED(FHE_KERNEL_NAME(fhe_blind_rotate_amortized_shared), true)
 // whose few loads leave it idle, and not during the FFT passes. (Measured on an H100 with
 // ncu, cycles per bootstrap: each warp's part of the rows copied right after the product of
 // the CMux before, with a proxy fence, 4.67 to 4.69 M; at the start of the CMux, 4.52 to
-// 4.57 M; after the decomposition, 4.83 to 4.86 M; before the forward FFT's last pass, 4.63 M.
-// The kernel without any key copies, wrong but timed, took 4.34 M.) Every CMux runs, also
-// those with a = 0 (which add exactly zero), so that the copies follow the loop index.
+// 4.57 M; after the decomposition, 4.83 to 4.86 M; before the forward FFT's last pass, 4.63 M;
+// the kernel without any key copies, wrong but timed, 4.34 M; the block's rows in one copy
+// at the start of the CMux, as here, 4.33 M.) Every CMux runs, also those with a = 0 (which
+// add exactly zero), so that the copies follow the loop index.
 //
 // From the forward FFT's second pass to the inverse's second-last, a warp touches only its
-// own part of `work` and of the key rows (pass_barrier), so only the passes that cross warps
+// own part of `work` (pass_barrier), so only the passes that cross warps
 // (the first of the forward FFT, the last of the inverse, and the accumulator's update) wait
 // for the whole block: three block barriers per CMux and level, not six. (Measured on an H100
 // with ncu: 4.688 -> 4.674 M cycles per bootstrap, -0.3%.)
