@@ -1517,7 +1517,9 @@ __device__ __forceinline__ void blind_rotate_cluster(
     // contiguous (the host uploads each GGSW column by column), KEY_BYTES per CMux.
     constexpr u32 KEY_BYTES = ROWS * M * 16;
     const double2 *key_column = bsk + (u64)rank * ROWS * M;
-    const u32 u = threadIdx.x, warp = u / 32, lane = u % 32;
+    // The warp index read from lane 0, which the compiler then knows to be the same across
+    // the warp: the addresses of lane 0's copies below stay in uniform registers.
+    const u32 u = threadIdx.x, warp = __shfl_sync(0xffffffffu, u / 32, 0), lane = u % 32;
     if (threadIdx.x == 0) {
         mbarrier_init(key_ready);
         for (u32 b = 0; b < 2 * WARPS; b++) mbarrier_init(&digits_ready[b]);
