@@ -25,16 +25,17 @@
 //! # FFT and key switch on the device
 //!
 //! The FFTs run in shared memory in passes of up to `log2 E` radix-2 stages held in registers
-//! (`E` values per thread-task), one round trip through shared memory and one barrier per pass;
+//! (`E` values per thread-task), one round trip through shared memory and one barrier per pass
+//! (only a warp's, in the cluster kernel, between passes that stay within the warp's slots);
 //! the polynomials are padded (one slot per `E` values) so that no pass has bank conflicts;
 //! the twiddles are copied into shared memory once per block (the cluster kernel then keeps
 //! each thread's in registers); the key is uploaded divided by `N/2` (the inverse transform's
 //! scale, exactly), bit-reversed and swizzled so that no read of it conflicts on shared-memory
-//! banks, each GGSW's polynomials column by column; the inverse transform's last pass untwists, rounds and adds straight into the
-//! accumulator; with one decomposition
-//! level, the decomposition runs fused with the forward transform's first pass (the digits
-//! never go through shared memory), and the cluster kernel keeps each thread's own
-//! accumulator coefficients in registers from one CMux to the next. The blind rotations are
+//! banks, each GGSW's polynomials column by column; the inverse transform's last pass
+//! untwists, rounds and adds straight into the accumulator; with one decomposition level, the
+//! decomposition runs fused with the forward transform's first pass (the digits never go
+//! through shared memory), and the cluster kernel keeps each thread's own accumulator
+//! coefficients in registers from one CMux to the next. The blind rotations are
 //! compiled per parameter set: the host compiles the module with `k + 1`, `N` and the PBS level
 //! count and base log defined (`FHE_K1`, `FHE_N`, `FHE_LEVELS`, `FHE_BASE_LOG`), so that the
 //! FFT size, the block size, the digit extraction and the number of polynomials are
