@@ -920,7 +920,8 @@ impl Cuda {
     ) -> Result<DeviceBuffer<u64>, Error> {
         let k1 = self.params.glwe_dimension().0 + 1;
         let n = self.params.polynomial_size().0;
-        let mut glwe = self.gpu.alloc_zeroed::<u64>(count * k1 * n)?;
+        // SAFETY: both blind rotations write every word of every accumulator.
+        let mut glwe = unsafe { self.gpu.alloc_uninit::<u64>(count * k1 * n)? };
         let shape = shape_of(&self.params);
         let use_cluster = match self.engine {
             Engine::Amortized => false,
@@ -1027,7 +1028,8 @@ impl Cuda {
         let k = to_u32(self.params.glwe_dimension().0);
         let n = to_u32(self.params.polynomial_size().0);
         let width = self.params.big_lwe_dimension().0 + 1;
-        let mut lwe = self.gpu.alloc_zeroed::<u64>(count * width)?;
+        // SAFETY: the extraction writes every word of every output.
+        let mut lwe = unsafe { self.gpu.alloc_uninit::<u64>(count * width)? };
         let count_u32 = to_u32(count);
         let grid = Grid::cover((count * width) as u64, ELEMENTWISE_THREADS);
         // SAFETY: the arguments match `fhe_sample_extract(const u64*, u64*, u32, u32, u32)`;

@@ -276,6 +276,20 @@ impl Gpu {
         self.allocate(len, true)
     }
 
+    /// A device buffer of `len` elements with no zero fill: for outputs that kernels queued
+    /// on this handle's stream overwrite completely (saving the fill's launch).
+    ///
+    /// # Safety
+    ///
+    /// Every element must be written, by work queued on this handle's stream, before
+    /// anything reads it: the buffer starts with whatever the memory held.
+    pub unsafe fn alloc_uninit<T: DeviceRepr + ValidAsZeroBits>(
+        &self,
+        len: usize,
+    ) -> Result<DeviceBuffer<T>> {
+        self.allocate(len, false)
+    }
+
     /// A device buffer of `len` elements, zero-filled when `zero` is set and else holding
     /// whatever the memory held (the caller overwrites it before anything reads it).
     fn allocate<T: DeviceRepr + ValidAsZeroBits>(
