@@ -27,7 +27,10 @@
 //! The FFTs run in shared memory in passes of up to `log2 E` radix-2 stages held in registers
 //! (`E` values per thread-task), one round trip through shared memory and one barrier per pass
 //! (only a warp's, in the cluster kernel, between passes that stay within the warp's slots);
-//! the polynomials are padded (one slot per `E` values) so that no pass has bank conflicts;
+//! the polynomials are laid out so that no pass has bank conflicts (padded, one slot per 16
+//! values, in the amortized kernel; in the cluster kernel, whose tasks have 8 values, each
+//! position's low three bits xored with the next three, which keeps every warp's positions in
+//! one contiguous block);
 //! the twiddles are copied into shared memory once per block (the cluster kernel then keeps
 //! each thread's in registers); the key is uploaded divided by `N/2` (the inverse transform's
 //! scale, exactly), bit-reversed and swizzled so that no read of it conflicts on shared-memory
@@ -658,7 +661,7 @@ impl Cuda {
         if self.kernels.amortized_layout == AmortizedLayout::DigitsInGlobal {
             let k1 = self.params.glwe_dimension().0 + 1;
             let levels = self.params.pbs_decomposition().level_count.0;
-            k1 * levels * padded_slots(&self.params, AMORTIZED_LOG_E)
+            k1 * levels * polynomial_slots(&self.params, AMORTIZED_LOG_E)
         } else {
             0
         }
@@ -1152,11 +1155,12 @@ fn narrow_keyswitch(params: &Parameters) -> bool {
     params.ks_decomposition().base_log.0 <= 31
 }
 
-/// Complex slots of one padded Fourier polynomial in shared memory: `N/2` values plus one
-/// pad slot per `2^log_e` (`padded` in fhe_pbs.cu).
-fn padded_slots(params: &Parameters, log_e: u32) -> usize {
+/// Complex slots of one Fourier polynomial in shared memory for passes of `2^log_e`-value
+/// tasks (`polynomial_slots` in fhe_pbs.cu): the `N/2` values, permuted for tasks of 8, plus
+/// one pad slot per 16 values for tasks of 16.
+fn polynomial_slots(params: &Parameters, log_e: u32) -> usize {
     let m = params.polynomial_size().0 / 2;
-    m + (m >> log_e)
+    if log_e == 3 { m } else { m + (m >> log_e) }
 }
 
 /// Dynamic shared memory of the amortized blind rotation in `layout`: the `N/4` twiddles,
@@ -1168,7 +1172,7 @@ fn amortized_shared_bytes(params: &Parameters, layout: AmortizedLayout) -> usize
     let levels = params.pbs_decomposition().level_count.0;
     let digits = match layout {
         AmortizedLayout::DigitsInGlobal => 0,
-        _ => k1 * levels * padded_slots(params, AMORTIZED_LOG_E),
+        _ => k1 * levels * polynomial_slots(params, AMORTIZED_LOG_E),
     };
     let acc = match layout {
         AmortizedLayout::AllShared => k1 * n * 8,
@@ -1177,20 +1181,20 @@ fn amortized_shared_bytes(params: &Parameters, layout: AmortizedLayout) -> usize
     (digits + n / 4) * 16 + acc
 }
 
-/// Dynamic shared memory of a cluster block: two parities of `k` receive slots of `l` padded
-/// Fourier polynomials (one slot per other block), one padded polynomial for the FFT passes
-/// (and the outgoing digits), one accumulator polynomial of `N` words, the block's
+/// Dynamic shared memory of a cluster block: two parities of `k` receive slots of `l`
+/// Fourier polynomials (one slot per other block), one polynomial for the FFT passes, one
+/// accumulator polynomial of `N` words, the block's
 /// `(k + 1) l` key rows of one CMux (`N/2` complex values each) and the mbarriers: one for the
 /// key rows, two (the parities) per warp for the digits (`N/16` threads, `N/512` warps).
 fn cluster_shared_bytes(params: &Parameters) -> usize {
     let k1 = params.glwe_dimension().0 + 1;
     let n = params.polynomial_size().0;
     let levels = params.pbs_decomposition().level_count.0;
-    let padded = padded_slots(params, CLUSTER_LOG_E);
-    let received = 2 * (k1 - 1) * levels * padded;
+    let slots = polynomial_slots(params, CLUSTER_LOG_E);
+    let received = 2 * (k1 - 1) * levels * slots;
     let key_rows = k1 * levels * n / 2;
     let mbarriers = 1 + 2 * (n / 512);
-    (received + padded + key_rows) * 16 + n * 8 + mbarriers * 8
+    (received + slots + key_rows) * 16 + n * 8 + mbarriers * 8
 }
 
 /// Lets `kernel` use `bytes` of dynamic shared memory, or explains why it cannot.

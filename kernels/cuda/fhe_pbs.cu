@@ -431,6 +431,10 @@ __device__ __forceinline__ double2 csub(double2 a, double2 b) {
 __device__ __forceinline__ double2 cmul(double2 a, double2 b) {
     return make_double2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
 }
+// acc + a b by multiply-adds (4 instead of 6 FP64 instructions, two roundings per part).
+__device__ __forceinline__ double2 cmul_add(double2 acc, double2 a, double2 b) {
+    return make_double2(fma(a.x, b.x, fma(-a.y, b.y, acc.x)), fma(a.x, b.y, fma(a.y, b.x, acc.y)));
+}
 // a * conj(b)
 __device__ __forceinline__ double2 cmul_conj(double2 a, double2 b) {
     return make_double2(a.x * b.x + a.y * b.y, a.y * b.x - a.x * b.y);
@@ -446,9 +450,8 @@ constexpr double ROOT_HALF = 0.70710678118654752440;  // 1 / sqrt(2)
 // LOG2M = log2 M, the values per task E = 2^LOG_E, the block's THREADS and the number of
 // polynomials POLYS, so that every loop below unrolls and all index arithmetic folds.
 //
-// A polynomial of M = 2^LOG2M complex values is stored padded: value i at slot
-// i + (i >> LOG_E), M + M / E slots per polynomial, so that no pass below has shared-memory
-// bank conflicts. A pass does up to LOG_E radix-2 stages in registers on E values per
+// A polynomial of M = 2^LOG2M complex values is laid out in shared memory so that no pass
+// below has bank conflicts (slot, polynomial_slots). A pass does up to LOG_E radix-2 stages in registers on E values per
 // thread-task, then one round trip through shared memory and one __syncthreads: LOG2M / LOG_E
 // passes rounded up instead of one per radix-4 stage.
 //
@@ -463,9 +466,23 @@ constexpr double ROOT_HALF = 0.70710678118654752440;  // 1 / sqrt(2)
 // amortized kernel), or in registers (TwiddleRegisters: the cluster kernel, which fills them
 // from the staged table W_{2h}^r = tw[h - 1 + r], each stage's twiddles consecutive).
 
+// The shared-memory slot of value i of a polynomial whose passes run tasks of 2^LOG_E values.
+// Tasks of 8 (the cluster kernel, one task per thread): i with its low three bits xored with
+// the next three, a permutation within each aligned block of 64 values, so the polynomial
+// takes M slots and a warp's 256 positions stay one contiguous block (which the cluster kernel
+// sends as it is). Tasks of 16 (the amortized kernel): padded, one empty slot after every 16
+// values. Both give every warp-wide 16-byte access of every pass its ideal 4 wavefronts (a
+// script checked every pass of every N from 512 to 8192 for both).
 template <int LOG_E>
-__device__ __forceinline__ u32 padded(u32 i) {
-    return i + (i >> LOG_E);
+__device__ __forceinline__ u32 slot(u32 i) {
+    static_assert(LOG_E == 3 || LOG_E == 4, "the layouts of 8- and 16-value tasks");
+    return LOG_E == 3 ? i ^ ((i >> 3) & 7) : i + (i >> 4);
+}
+
+// The slots one polynomial of M values takes (slot).
+template <int LOG_E>
+__host__ __device__ constexpr u32 polynomial_slots(u32 m) {
+    return LOG_E == 3 ? m : m + (m >> LOG_E);
 }
 
 // w exp(-i pi k / 8), k < 8: exact for k = 0 and 4, two roundings for k = 2 and 6, a complex
@@ -732,7 +749,7 @@ __host__ __device__ constexpr int task_unroll(u32 total, u32 threads, int e) {
     return (total + threads - 1) / threads * e <= 16 ? (int)((total + threads - 1) / threads) : 1;
 }
 
-// One pass over POLYS padded polynomials at `data` (B stages, smallest half span 2^Q_LOG).
+// One pass over POLYS polynomials (slot) at `data` (B stages, smallest half span 2^Q_LOG).
 // With FUSE_ACC (the inverse's last pass), the natural-order results are not stored back but
 // untwisted (times conj(twist); the 1 / M of the inverse transform is in the key, which the
 // host uploads divided by M, exactly: M is a power of two), rounded
@@ -748,7 +765,7 @@ __device__ __forceinline__ void fft_pass(double2 *data, const Tw &tw, u64 *acc,
     constexpr int E = 1 << LOG_E;
     constexpr u32 TASKS_LOG = LOG2M - LOG_E;
     constexpr u32 M = 1u << LOG2M;
-    constexpr u32 PM = M + (1u << TASKS_LOG);
+    constexpr u32 PM = polynomial_slots<LOG_E>(M);
     constexpr u32 Q = 1u << Q_LOG;
     constexpr u32 TOTAL = (u32)POLYS << TASKS_LOG;
     constexpr int UNROLL = task_unroll(TOTAL, THREADS, E);
@@ -761,7 +778,7 @@ __device__ __forceinline__ void fft_pass(double2 *data, const Tw &tw, u64 *acc,
         double2 *p = data + poly * PM;
         double2 x[E];
 #pragma unroll
-        for (int e = 0; e < E; e++) x[e] = p[padded<LOG_E>(base + ((u32)e << Q_LOG))];
+        for (int e = 0; e < E; e++) x[e] = p[slot<LOG_E>(base + ((u32)e << Q_LOG))];
         if constexpr (FUSE_ACC && LOG_E == 3) {
             if (own != nullptr) {  // the twist's own part (see OwnCoefficients)
 #pragma unroll
@@ -795,7 +812,7 @@ __device__ __forceinline__ void fft_pass(double2 *data, const Tw &tw, u64 *acc,
             }
         } else {
 #pragma unroll
-            for (int e = 0; e < E; e++) p[padded<LOG_E>(base + ((u32)e << Q_LOG))] = x[e];
+            for (int e = 0; e < E; e++) p[slot<LOG_E>(base + ((u32)e << Q_LOG))] = x[e];
         }
     }
 }
@@ -815,7 +832,7 @@ __device__ __forceinline__ void pass_barrier() {
     }
 }
 
-// Forward DIF FFT of POLYS padded polynomials (natural in, bit-reversed out): the passes
+// Forward DIF FFT of POLYS polynomials (natural in, bit-reversed out): the passes
 // from the one whose largest half span is 2^(HI - 1) on, down to (not including) the one
 // whose largest half span is 2^(STOP - 1) (STOP = 0: to the end). Ends with __syncthreads()
 // when SYNC_LAST (full passes always end with a barrier: a warp's only where WARP_TASKS and
@@ -837,7 +854,7 @@ __device__ __forceinline__ void fft_forward(double2 *data, const Tw &tw) {
     }
 }
 
-// Inverse DIT FFT of POLYS padded polynomials (bit-reversed in), whose natural-order result
+// Inverse DIT FFT of POLYS polynomials (bit-reversed in), whose natural-order result
 // is untwisted, rounded and added to `acc` (fft_pass with FUSE_ACC): the passes from the one
 // whose smallest half span is 2^LO on, FIRST for the whole transform (the partial pass of
 // LOG2M mod LOG_E stages first), with pass_barrier between passes (WARP_TASKS as for
@@ -913,7 +930,7 @@ __device__ __forceinline__ double2 next_twisted_digits(u64 &state_lo, u64 &state
 
 // Rotates, decomposes and twists the difference X^a p - p of one accumulator polynomial into
 // LEVELS complex polynomials with base 2^B: value j of level `level` (0 the most significant)
-// at dig[level * LEVEL_STRIDE + padded(j)], ready for fft_forward. Each thread owns
+// at dig[level * LEVEL_STRIDE + slot(j)], ready for fft_forward. Each thread owns
 // coefficients j and j + M (j = threadIdx.x + THREADS t) and writes their digits straight
 // into the transform's input.
 template <int LOG2M, int LOG_E, int THREADS, int LEVELS, u32 B, u32 LEVEL_STRIDE, int UNROLL>
@@ -933,7 +950,7 @@ __device__ __forceinline__ void decompose_difference(const u64 *p, u32 a, double
         const double2 w = __ldg(twist + j);
 #pragma unroll
         for (int level = LEVELS - 1; level >= 0; level--) {
-            dig[level * LEVEL_STRIDE + padded<LOG_E>(j)] =
+            dig[level * LEVEL_STRIDE + slot<LOG_E>(j)] =
                 next_twisted_digits<B>(state_lo, state_hi, w);
         }
     }
@@ -944,7 +961,7 @@ __device__ __forceinline__ void decompose_difference(const u64 *p, u32 a, double
 // q = M / E, LOG_E stages) on accumulator polynomial r of `acc` (POLYS of them, N words
 // apart), rotates and decomposes X^a p - p at the task's positions j_e = u + q e and
 // j_e + M, twists the level's digits into the E complex inputs, runs the pass on them in
-// registers and stores the results to polynomial r of `dig` (padded): no round trip of the
+// registers and stores the results to polynomial r of `dig` (slot): no round trip of the
 // digits through shared memory. With `own` (not null: one task of 8 values per thread),
 // p[j_e] and p[j_e + M] come from registers, and the twist is split as OwnCoefficients says.
 template <int LOG2M, int LOG_E, int THREADS, int POLYS, u32 B, int LEVELS = 1,
@@ -958,7 +975,7 @@ __device__ __forceinline__ void decompose_first_pass(const u64 *acc, u32 a, doub
     constexpr u32 M = 1u << LOG2M;
     constexpr u32 N_POLY = 2 * M;
     constexpr int Q_LOG = LOG2M - LOG_E;  // also log2 of the tasks per polynomial
-    constexpr u32 PM = M + (1u << Q_LOG);
+    constexpr u32 PM = polynomial_slots<LOG_E>(M);
     constexpr u32 TOTAL = (u32)POLYS << Q_LOG;
     constexpr int UNROLL = task_unroll(TOTAL, THREADS, E);
 #pragma unroll UNROLL
@@ -1004,7 +1021,7 @@ __device__ __forceinline__ void decompose_first_pass(const u64 *acc, u32 a, doub
         }
         double2 *out = dig + r * PM;
 #pragma unroll
-        for (int e = 0; e < E; e++) out[padded<LOG_E>(u + ((u32)e << Q_LOG))] = x[e];
+        for (int e = 0; e < E; e++) out[slot<LOG_E>(u + ((u32)e << Q_LOG))] = x[e];
     }
 }
 
@@ -1096,12 +1113,12 @@ static_assert(FHE_LEVELS >= 1 && FHE_BASE_LOG >= 1 && FHE_LEVELS * FHE_BASE_LOG 
 //
 // Blind rotation, amortized: one block per ciphertext, many in flight; FFT passes of 16
 // values per task (LOG_E = 4: three passes for M = 1024). Shared memory: the K1 l digit
-// polynomials in the Fourier domain (padded), whose first K1 slots then receive the K1 output
+// polynomials in the Fourier domain (slot), whose first K1 slots then receive the K1 output
 // polynomials of the external product (each thread owns the same positions in the pointwise
 // product, so reading all rows before writing is race-free); the M/2 twiddles; and the
 // accumulator when `acc_in_shared` (the host checks that K1 N words more fit), else it lives
 // in the output buffer (global memory). Shapes whose digit polynomials do not fit in shared
-// memory (large N times many levels) pass `global_digits`, a scratch area of K1 l padded
+// memory (large N times many levels) pass `global_digits`, a scratch area of K1 l
 // polynomials per block in device memory, which then holds them instead (slower, but every
 // valid parameter set runs). Two kernels: `..._shared` for the layout with everything in
 // shared memory (its pointers are known to be shared, so the compiler emits shared-memory
@@ -1131,7 +1148,7 @@ __device__ __forceinline__ void blind_rotate_amortized(
     constexpr int THREADS = AmortizedShape<K1, LOG2M>::THREADS;
     constexpr u32 M = 1u << LOG2M;
     constexpr u32 N_POLY = 2 * M;
-    constexpr u32 PM = M + (M >> LOG_E);
+    constexpr u32 PM = polynomial_slots<LOG_E>(M);
     constexpr int ROWS = K1 * LEVELS;
     extern __shared__ double2 fhe_smem[];
     const u32 n = s.lwe_dimension;
@@ -1187,7 +1204,7 @@ __device__ __forceinline__ void blind_rotate_amortized(
         }
 #pragma unroll 2
         for (u32 j = threadIdx.x; j < M; j += THREADS) {
-            const u32 pj = padded<LOG_E>(j);
+            const u32 pj = slot<LOG_E>(j);
             const u32 kj = key_position(j);
             double2 out[K1];
 #pragma unroll
@@ -1197,7 +1214,7 @@ __device__ __forceinline__ void blind_rotate_amortized(
                 const double2 x = dig[row * PM + pj];
 #pragma unroll
                 for (int c = 0; c < K1; c++) {
-                    out[c] = cadd(out[c], cmul(x, __ldg(ggsw + (u64)(c * ROWS + row) * M + kj)));
+                    out[c] = cmul_add(out[c], x, __ldg(ggsw + (u64)(c * ROWS + row) * M + kj));
                 }
             }
 #pragma unroll
@@ -1232,24 +1249,30 @@ FHE_DEFINE_AMORTIZED(FHE_KERNEL_NAME(fhe_blind_rotate_amortized_shared), true)
 // column `rank` of the external product. M/8 threads per block, thread u with the FFT task u
 // of 8 values in every pass (LOG_E = 3). Each CMux i (parity i & 1), for each digit level:
 //   1. rotate, decompose and twist the own polynomial, fused with the forward FFT's first
-//      pass, then the passes through shared memory (`work`); the last full pass (smallest
-//      half span 2^P, P = log2 M mod 3) and the P radix-2 stages after it run in registers,
+//      pass, then the passes through shared memory (`work`) up to the last full pass
+//      (smallest half span 2^P, P = log2 M mod 3), whose inputs thread u loads
+//      (load_last_pass): the 8 x 32 positions of its warp's tasks, which only this warp wrote
+//      in the pass before, one contiguous block of 4 KB in `work` (slot);
+//   2. lane 0 sends that block as it is into the receive slot every other block keeps for
+//      this block, with the copy engine (cp.async.bulk shared::cta -> shared::cluster),
+//      completing on the receiver's mbarrier `digits_ready[parity][warp]` for this warp;
+//      meanwhile the warp runs the last pass and the P radix-2 stages after it in registers,
 //      those P stages between neighbouring lanes by shuffles, so that thread u ends with the
-//      8 consecutive bit-reversed positions 8u to 8u + 7 (forward_last_stages);
-//   2. thread u writes them into its warp's own part of `work` (the 8 x 32 positions the
-//      warp's tasks read in that last pass, no other warp's), and lane 0 sends that block of
-//      4 KB into the receive slot every other block keeps for this block, with the copy
-//      engine (cp.async.bulk shared::cta -> shared::cluster), completing on the receiver's
-//      mbarrier `digits_ready[parity][warp]` for this warp; thread u multiplies its values
-//      by its key values into its 8 outputs meanwhile.
+//      8 consecutive bit-reversed positions 8u to 8u + 7 (forward_last_stages), and
+//      multiplies its values by its key values into its 8 outputs.
 // Lane 0 of each warp having announced the bytes its warp expects per CMux (the positions of
 // its 32 threads from each other block and level), each thread waits on its warp's
 // `digits_ready[parity][warp]` until they have landed: no block-wide barrier and no fence
-// across blocks, and a warp never waits for the other blocks' other warps. It adds the other
-// blocks' digits times their key rows to its outputs, and the inverse FFT starts on them in
-// registers (the P stages by shuffles and the first full pass, inverse_first_stages), then
-// the passes through shared memory, the last one untwisting, rounding and adding into the
-// accumulator. The pointwise product never goes through shared memory, and at N = 2048 an
+// across blocks, and a warp never waits for the other blocks' other warps. It runs the last
+// forward stages on the other blocks' blocks itself, adds them times their key rows to its
+// outputs, and the inverse FFT starts on them in registers (the P stages by shuffles and the
+// first full pass, inverse_first_stages), then the passes through shared memory, the last
+// one untwisting, rounding and adding into the accumulator. Sending the last pass's inputs
+// rather than its outputs lets the copy start a pass earlier, and leaves out the stores of
+// the outputs and the wait of the proxy fence on them. (Measured on an H100 with ncu, cycles
+// per bootstrap: outputs sent, 4.14 M; inputs sent with the padded layout, 4.10 M, whose
+// copies carry 12.5% pad slots; with the xor layout, 4.03 M. The fence alone cost 3.2%: a
+// wrong variant without it, 4.03 M against 4.16 M.) The pointwise product never goes through shared memory, and at N = 2048 an
 // FFT takes two round trips through it, not four. (Measured on an H100, one KS+PBS: remote
 // stores by every thread with release arrivals and cluster-scope acquire waits, 3.58 ms (a
 // memory barrier per warp and an L1 invalidation per CMux); st.async by every thread,
@@ -1450,15 +1473,19 @@ __device__ __forceinline__ void cross_lane_dit_stage(double2 (&x)[8]) {
 }
 
 // The forward FFT's last full pass on this thread's task (smallest half span 2^P,
-// P = LOG2M mod 3), loaded from the padded polynomial `data`, and the P stages after it
+// P = LOG2M mod 3), loaded from the polynomial `data`, and the P stages after it
 // across lanes: x[e] ends as the value at bit-reversed position 8 threadIdx.x + e.
-template <int LOG2M, typename Tw>
-__device__ __forceinline__ void forward_last_stages(const double2 *data, const Tw &tw,
-                                                    double2 (&x)[8]) {
+template <int LOG2M>
+__device__ __forceinline__ void load_last_pass(const double2 *data, double2 (&x)[8]) {
     constexpr int LOG_E = FHE_CLUSTER_LOG_E, P = LOG2M % LOG_E;
     const u32 base = task_base<LOG_E, P>(threadIdx.x);
 #pragma unroll
-    for (int e = 0; e < 8; e++) x[e] = data[padded<LOG_E>(base + ((u32)e << P))];
+    for (int e = 0; e < 8; e++) x[e] = data[slot<LOG_E>(base + ((u32)e << P))];
+}
+
+template <int LOG2M, typename Tw>
+__device__ __forceinline__ void forward_last_stages(const Tw &tw, double2 (&x)[8]) {
+    constexpr int LOG_E = FHE_CLUSTER_LOG_E, P = LOG2M % LOG_E;
     fft_stages<LOG2M, LOG_E, LOG_E, P, false>(x, threadIdx.x & ((1u << P) - 1), tw);
     if constexpr (P == 2) cross_lane_dif_stage<2>(x);
     if constexpr (P >= 1) cross_lane_dif_stage<1>(x);
@@ -1466,7 +1493,7 @@ __device__ __forceinline__ void forward_last_stages(const double2 *data, const T
 
 // The inverse FFT's first stages on x[e], the value at bit-reversed position
 // 8 threadIdx.x + e: the P stages across lanes and the first full pass, stored to the
-// padded polynomial `data` for the next pass.
+// polynomial `data` for the next pass.
 template <int LOG2M, typename Tw>
 __device__ __forceinline__ void inverse_first_stages(double2 (&x)[8], const Tw &tw,
                                                      double2 *data) {
@@ -1476,7 +1503,7 @@ __device__ __forceinline__ void inverse_first_stages(double2 (&x)[8], const Tw &
     fft_stages<LOG2M, LOG_E, LOG_E, P, true>(x, threadIdx.x & ((1u << P) - 1), tw);
     const u32 base = task_base<LOG_E, P>(threadIdx.x);
 #pragma unroll
-    for (int e = 0; e < 8; e++) data[padded<LOG_E>(base + ((u32)e << P))] = x[e];
+    for (int e = 0; e < 8; e++) data[slot<LOG_E>(base + ((u32)e << P))] = x[e];
 }
 
 template <int K1, int LOG2M, int LEVELS, u32 B>
@@ -1491,14 +1518,12 @@ __device__ __forceinline__ void blind_rotate_cluster(
     constexpr int P = LOG2M % LOG_E;
     constexpr u32 M = 1u << LOG2M;
     constexpr u32 N_POLY = 2 * M;
-    constexpr u32 PM = M + (M >> LOG_E);
+    constexpr u32 PM = polynomial_slots<LOG_E>(M);
     constexpr int ROWS = K1 * LEVELS;
     constexpr u32 WARPS = THREADS / 32;
     static_assert(THREADS % 32 == 0, "whole warps (N >= 512)");
-    // Each warp's 8 x 32 positions, sent and received as one block of WARP_VALUES values
-    // (key_position order within the warp's block) at the start of its WARP_SPAN padded slots.
+    // Each warp's 8 x 32 positions: one contiguous block of slots (slot), sent as it is.
     constexpr u32 WARP_VALUES = 32 * E;
-    constexpr u32 WARP_SPAN = WARP_VALUES + (WARP_VALUES >> LOG_E);
     constexpr u32 RECEIVED = (K1 - 1) * LEVELS * PM;  // complex values per parity
     constexpr u64 GGSW = (u64)ROWS * K1 * M;          // complex values per GGSW
     extern __shared__ double2 fhe_smem[];
@@ -1506,9 +1531,9 @@ __device__ __forceinline__ void blind_rotate_cluster(
     const u32 rank = cluster_rank();
     const u64 ct = blockIdx.x / K1;
     const u64 *in = small + ct * (n + 1);
-    // [parity][sender: the other blocks in rank order][level][warp][WARP_SPAN slots]
+    // [parity][sender: the other blocks in rank order][level][warp][WARP_VALUES slots]
     double2 *const received = fhe_smem;
-    double2 *const work = received + 2 * RECEIVED;  // one padded polynomial; first the twiddles
+    double2 *const work = received + 2 * RECEIVED;  // one polynomial; first the twiddles
     u64 *const acc = (u64 *)(work + PM);
     double2 *const key_s = (double2 *)(acc + N_POLY);  // ROWS polynomials
     u64 *const key_ready = (u64 *)(key_s + ROWS * M);
@@ -1575,30 +1600,35 @@ __device__ __forceinline__ void blind_rotate_cluster(
             fft_forward<LOG2M, LOG_E, THREADS, 1, true, LOG2M - LOG_E, P + LOG_E, true>(work,
                                                                                         tw);
             double2 x[E];
-            forward_last_stages<LOG2M>(work, tw, x);
-            if (level == 0) mbarrier_wait(key_ready, parity);
-            // This warp's values into its own part of `work` (which only this warp reads in
-            // forward_last_stages), then to every other block with the copy engine.
-            __syncwarp();
-            double2 *const outgoing = work + warp * WARP_SPAN;
-#pragma unroll
-            for (int e = 0; e < E; e++) outgoing[key_position(lane * E + e)] = x[e];
+            load_last_pass<LOG2M>(work, x);
+            // The last pass's inputs in this warp's own part of `work` (which only this warp
+            // wrote and reads) go to every other block with the copy engine, which runs the
+            // last stages on them itself.
             fence_proxy_async();
             __syncwarp();
             if (lane == 0) {
-                const u32 offset = (parity * RECEIVED + level * PM + warp * WARP_SPAN) * 16;
+                const u32 offset = (parity * RECEIVED + level * PM + warp * WARP_VALUES) * 16;
 #pragma unroll
                 for (int o = 0; o < K1 - 1; o++) {
-                    copy_to_cluster(remote_slot[o] + offset, outgoing, WARP_VALUES * 16,
-                                    remote_ready[o] + parity * WARPS * 8);
+                    copy_to_cluster(remote_slot[o] + offset, work + warp * WARP_VALUES,
+                                    WARP_VALUES * 16, remote_ready[o] + parity * WARPS * 8);
                 }
             }
+            forward_last_stages<LOG2M>(tw, x);
+            if (level == 0) mbarrier_wait(key_ready, parity);
             const double2 *key_row = key_s + (level * K1 + rank) * M;
 #pragma unroll
             for (int e = 0; e < E; e++) {
-                const double2 product = cmul(x[e], key_row[key_position(u * E + e)]);
-                out[e] = level == 0 ? product : cadd(out[e], product);
+                const double2 k = key_row[key_position(u * E + e)];
+                out[e] = level == 0 ? cmul(x[e], k) : cmul_add(out[e], x[e], k);
             }
+        }
+        // The first other block's key values are read while its digits are still on the way.
+        double2 first_key[E];
+        {
+            const double2 *key_row = key_s + (rank == 0 ? 1 : 0) * M;
+#pragma unroll
+            for (int e = 0; e < E; e++) first_key[e] = key_row[key_position(u * E + e)];
         }
         mbarrier_wait(ready, (i >> 1) & 1);
 #pragma unroll
@@ -1606,13 +1636,16 @@ __device__ __forceinline__ void blind_rotate_cluster(
             const u32 sender = o < rank ? o : o + 1;
 #pragma unroll
             for (int level = 0; level < LEVELS; level++) {
-                const double2 *digits =
-                    received + parity * RECEIVED + (o * LEVELS + level) * PM + warp * WARP_SPAN;
+                double2 y[E];
+                load_last_pass<LOG2M>(received + parity * RECEIVED + (o * LEVELS + level) * PM,
+                                      y);
+                forward_last_stages<LOG2M>(tw, y);
                 const double2 *key_row = key_s + (level * K1 + sender) * M;
 #pragma unroll
                 for (int e = 0; e < E; e++) {
-                    out[e] = cadd(out[e], cmul(digits[key_position(lane * E + e)],
-                                               key_row[key_position(u * E + e)]));
+                    const double2 k = o == 0 && level == 0 ? first_key[e]
+                                                           : key_row[key_position(u * E + e)];
+                    out[e] = cmul_add(out[e], y[e], k);
                 }
             }
         }
