@@ -451,9 +451,9 @@ constexpr double ROOT_HALF = 0.70710678118654752440;  // 1 / sqrt(2)
 // polynomials POLYS, so that every loop below unrolls and all index arithmetic folds.
 //
 // A polynomial of M = 2^LOG2M complex values is laid out in shared memory so that no pass
-// below has bank conflicts (slot, polynomial_slots). A pass does up to LOG_E radix-2 stages in registers on E values per
-// thread-task, then one round trip through shared memory and one __syncthreads: LOG2M / LOG_E
-// passes rounded up instead of one per radix-4 stage.
+// below has bank conflicts (slot, polynomial_slots). A pass does up to LOG_E radix-2 stages
+// in registers on E values per thread-task, then one round trip through shared memory and
+// one __syncthreads: LOG2M / LOG_E passes rounded up instead of one per radix-4 stage.
 //
 // The forward transform is a decimation in frequency (spans M, M/2, ..., 2): natural order
 // in, bit-reversed order out; full passes of LOG_E stages first, the remaining LOG2M mod
@@ -1272,12 +1272,12 @@ FHE_DEFINE_AMORTIZED(FHE_KERNEL_NAME(fhe_blind_rotate_amortized_shared), true)
 // the outputs and the wait of the proxy fence on them. (Measured on an H100 with ncu, cycles
 // per bootstrap: outputs sent, 4.14 M; inputs sent with the padded layout, 4.10 M, whose
 // copies carry 12.5% pad slots; with the xor layout, 4.03 M. The fence alone cost 3.2%: a
-// wrong variant without it, 4.03 M against 4.16 M.) The pointwise product never goes through shared memory, and at N = 2048 an
-// FFT takes two round trips through it, not four. (Measured on an H100, one KS+PBS: remote
-// stores by every thread with release arrivals and cluster-scope acquire waits, 3.58 ms (a
-// memory barrier per warp and an L1 invalidation per CMux); st.async by every thread,
-// completing on the receiver's mbarrier, 3.1 to 3.2 ms (its remote stores held up the block's
-// shared-memory loads); one bulk copy per warp, 2.90 ms.)
+// wrong variant without it, 4.03 M against 4.16 M.) The pointwise product never goes
+// through shared memory, and at N = 2048 an FFT takes two round trips through it, not four.
+// (Measured on an H100, one KS+PBS: remote stores by every thread with release arrivals and
+// cluster-scope acquire waits, 3.58 ms (a memory barrier per warp and an L1 invalidation per
+// CMux); st.async by every thread, completing on the receiver's mbarrier, 3.1 to 3.2 ms (its
+// remote stores held up the block's shared-memory loads); one bulk copy per warp, 2.90 ms.)
 // Why a receive slot is never overwritten early: warp w of block r sends CMux i + 2's digits
 // (into parity i & 1 again) only after it has received the digits of CMux i + 1 from warp w
 // here, which this warp sends only after its pointwise product of CMux i has used every
@@ -1472,9 +1472,8 @@ __device__ __forceinline__ void cross_lane_dit_stage(double2 (&x)[8]) {
     for (int e = 0; e < 8; e++) x[e] = y[e];
 }
 
-// The forward FFT's last full pass on this thread's task (smallest half span 2^P,
-// P = LOG2M mod 3), loaded from the polynomial `data`, and the P stages after it
-// across lanes: x[e] ends as the value at bit-reversed position 8 threadIdx.x + e.
+// Loads this thread's inputs of the forward FFT's last full pass (smallest half span 2^P,
+// P = LOG2M mod 3) from the polynomial `data`.
 template <int LOG2M>
 __device__ __forceinline__ void load_last_pass(const double2 *data, double2 (&x)[8]) {
     constexpr int LOG_E = FHE_CLUSTER_LOG_E, P = LOG2M % LOG_E;
@@ -1483,6 +1482,8 @@ __device__ __forceinline__ void load_last_pass(const double2 *data, double2 (&x)
     for (int e = 0; e < 8; e++) x[e] = data[slot<LOG_E>(base + ((u32)e << P))];
 }
 
+// Runs the forward FFT's last full pass on x (load_last_pass) and the P stages after it
+// across lanes: x[e] ends as the value at bit-reversed position 8 threadIdx.x + e.
 template <int LOG2M, typename Tw>
 __device__ __forceinline__ void forward_last_stages(const Tw &tw, double2 (&x)[8]) {
     constexpr int LOG_E = FHE_CLUSTER_LOG_E, P = LOG2M % LOG_E;
