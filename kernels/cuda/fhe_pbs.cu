@@ -1429,7 +1429,11 @@ __device__ __forceinline__ double2 shfl_xor_complex(double2 v, int lane_mask) {
 // x[e] of lanes l and l ^ H (l & H clear: the low lane): the low lane takes pairs 0 to 3, the
 // high lane pairs 4 to 7, each getting the partner's halves by shuffles, and keeps both
 // results of its pair k (the low position's in x[2k], the high one's in x[2k + 1]). The
-// twiddle W_2H^(l mod H) is 1, or -i for H = 2 and odd lanes.
+// twiddle W_2H^(l mod H) is 1, or -i for H = 2 and odd lanes. For H = 1 (the transform's
+// last stage), the high lane's x[2k + 1] come out negated: each lane subtracts the received
+// half from its own, which saves a select per value (of 12 FSEL per pair, 4); the pointwise
+// products keep that sign (every row's values carry it), and cross_lane_dit_stage<1> expects
+// it.
 template <int H>
 __device__ __forceinline__ void cross_lane_dif_stage(double2 (&x)[8]) {
     static_assert(H == 1 || H == 2, "twiddles of half spans 1 and 2 only");
@@ -1439,11 +1443,17 @@ __device__ __forceinline__ void cross_lane_dif_stage(double2 (&x)[8]) {
 #pragma unroll
     for (int k = 0; k < 4; k++) {
         const double2 other = shfl_xor_complex(high ? x[k] : x[4 + k], H);
-        const double2 a = high ? other : x[k];
-        const double2 c = high ? x[4 + k] : other;
-        const double2 d = csub(a, c);
-        y[2 * k] = cadd(a, c);
-        y[2 * k + 1] = minus_i ? times_minus_i(d) : d;
+        if constexpr (H == 1) {
+            const double2 own = high ? x[4 + k] : x[k];
+            y[2 * k] = cadd(own, other);
+            y[2 * k + 1] = csub(own, other);
+        } else {
+            const double2 a = high ? other : x[k];
+            const double2 c = high ? x[4 + k] : other;
+            const double2 d = csub(a, c);
+            y[2 * k] = cadd(a, c);
+            y[2 * k + 1] = minus_i ? times_minus_i(d) : d;
+        }
     }
 #pragma unroll
     for (int e = 0; e < 8; e++) x[e] = y[e];
@@ -1452,7 +1462,9 @@ __device__ __forceinline__ void cross_lane_dif_stage(double2 (&x)[8]) {
 // The inverse (DIT) stage of half span H, undoing cross_lane_dif_stage's placement: each lane
 // combines its pairs (x[2k], x[2k + 1]) (twiddle conj W_2H^(l mod H): 1, or i), then the low
 // lane keeps the low results of all eight pairs (its own four, then the high lane's) and the
-// high lane the high results, trading the others by shuffles.
+// high lane the high results, trading the others by shuffles. For H = 1 the high lane's
+// x[2k + 1] arrive negated (cross_lane_dif_stage<1>), so the sum is the result each lane
+// keeps and the difference the one it sends, in both lanes: no select for the shuffle.
 template <int H>
 __device__ __forceinline__ void cross_lane_dit_stage(double2 (&x)[8]) {
     static_assert(H == 1 || H == 2, "twiddles of half spans 1 and 2 only");
@@ -1461,12 +1473,19 @@ __device__ __forceinline__ void cross_lane_dit_stage(double2 (&x)[8]) {
     double2 y[8];
 #pragma unroll
     for (int k = 0; k < 4; k++) {
-        const double2 c = x[2 * k + 1];
-        const double2 v = plus_i ? times_i(c) : c;
-        const double2 low_result = cadd(x[2 * k], v), high_result = csub(x[2 * k], v);
-        const double2 other = shfl_xor_complex(high ? low_result : high_result, H);
-        y[k] = high ? other : low_result;
-        y[4 + k] = high ? high_result : other;
+        double2 kept, other;
+        if constexpr (H == 1) {
+            kept = cadd(x[2 * k], x[2 * k + 1]);
+            other = shfl_xor_complex(csub(x[2 * k], x[2 * k + 1]), H);
+        } else {
+            const double2 c = x[2 * k + 1];
+            const double2 v = plus_i ? times_i(c) : c;
+            const double2 low_result = cadd(x[2 * k], v), high_result = csub(x[2 * k], v);
+            kept = high ? high_result : low_result;
+            other = shfl_xor_complex(high ? low_result : high_result, H);
+        }
+        y[k] = high ? other : kept;
+        y[4 + k] = high ? kept : other;
     }
 #pragma unroll
     for (int e = 0; e < 8; e++) x[e] = y[e];
