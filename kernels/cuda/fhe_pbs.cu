@@ -1071,6 +1071,27 @@ __device__ __forceinline__ void load_twiddles(double2 *tw_s, const double2 *__re
     for (u32 t = threadIdx.x; t < count; t += blockDim.x) tw_s[t] = tw[t];
 }
 
+// load_twiddles for a block of THREADS threads and COUNT <= 8 THREADS twiddles known at
+// compile time: each thread's loads all go out before its stores (load_twiddles's loop waits
+// for each load in turn). The cluster kernel's prologue; the caller syncs after.
+template <u32 THREADS, u32 COUNT>
+__device__ __forceinline__ void load_twiddles_together(double2 *tw_s,
+                                                       const double2 *__restrict__ tw) {
+    constexpr u32 PER_THREAD = (COUNT + THREADS - 1) / THREADS;
+    static_assert(PER_THREAD <= 8, "at most 8 twiddles per thread");
+    double2 v[PER_THREAD];
+#pragma unroll
+    for (u32 k = 0; k < PER_THREAD; k++) {
+        const u32 t = threadIdx.x + k * THREADS;
+        if (t < COUNT) v[k] = tw[t];
+    }
+#pragma unroll
+    for (u32 k = 0; k < PER_THREAD; k++) {
+        const u32 t = threadIdx.x + k * THREADS;
+        if (t < COUNT) tw_s[t] = v[k];
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // The parameter set the blind rotations are compiled for. The host compiles this module once
 // per parameter set (fhe-pbs/src/cuda.rs), prepending
@@ -1570,10 +1591,11 @@ __device__ __forceinline__ void blind_rotate_cluster(
         for (u32 b = 0; b < 2 * WARPS; b++) mbarrier_init(&digits_ready[b]);
         if (n > 0) prefetch_to_l2(key_column, KEY_BYTES);
     }
-    load_twiddles(work, tw_staged, M - 1);
+    load_twiddles_together<THREADS, M - 1>(work, tw_staged);
     const u32 start = (2 * N_POLY - modulus_switch(in[n], LOG2M + 2)) & (2 * N_POLY - 1);
 #pragma unroll
-    for (u32 t = threadIdx.x; t < N_POLY; t += THREADS) {
+    for (u32 k = 0; k < N_POLY / THREADS; k++) {  // compile-time bounds: the loads go together
+        const u32 t = threadIdx.x + k * THREADS;
         acc[t] = rank == K1 - 1 ? rotated(lut, start, t, N_POLY) : 0;
     }
     __syncthreads();
