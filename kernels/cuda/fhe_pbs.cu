@@ -1523,7 +1523,9 @@ __device__ __forceinline__ void load_last_pass(const double2 *data, double2 (&x)
 }
 
 // Runs the forward FFT's last full pass on x (load_last_pass) and the P stages after it
-// across lanes: x[e] ends as the value at bit-reversed position 8 threadIdx.x + e.
+// across lanes: x[e] ends as the value at bit-reversed position 8 threadIdx.x + e, negated
+// for odd e in odd lanes when P >= 1 (cross_lane_dif_stage<1>; inverse_first_stages expects
+// the pointwise products so).
 template <int LOG2M, typename Tw>
 __device__ __forceinline__ void forward_last_stages(const Tw &tw, double2 (&x)[8]) {
     constexpr int LOG_E = FHE_CLUSTER_LOG_E, P = LOG2M % LOG_E;
