@@ -1183,9 +1183,9 @@ fn amortized_shared_bytes(params: &Parameters, layout: AmortizedLayout) -> usize
 
 /// Dynamic shared memory of a cluster block: two parities of `k` receive slots of `l`
 /// Fourier polynomials (one slot per other block), one polynomial for the FFT passes, one
-/// accumulator polynomial of `N` words, the block's
-/// `(k + 1) l` key rows of one CMux (`N/2` complex values each) and the mbarriers: one for the
-/// key rows, two (the parities) per warp for the digits (`N/16` threads, `N/512` warps).
+/// accumulator polynomial of `N` words, the block's `(k + 1) l` key rows of one CMux (`N/2`
+/// complex values each) and the mbarriers: one for the key rows, two (the parities) per warp
+/// for the digits (`N/16` threads, `N/512` warps).
 fn cluster_shared_bytes(params: &Parameters) -> usize {
     let k1 = params.glwe_dimension().0 + 1;
     let n = params.polynomial_size().0;

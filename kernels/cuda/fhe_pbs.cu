@@ -1346,6 +1346,9 @@ __device__ __forceinline__ u32 cluster_rank() {
     return rank;
 }
 
+// The rank of the o-th block of the cluster other than block `rank` (o < K1 - 1).
+__device__ __forceinline__ u32 other_rank(u32 o, u32 rank) { return o < rank ? o : o + 1; }
+
 __device__ __forceinline__ void cluster_barrier() {
     asm volatile(
         "barrier.cluster.arrive.release.aligned;\n\t"
@@ -1614,7 +1617,7 @@ __device__ __forceinline__ void blind_rotate_cluster(
     u32 remote_slot[K1 - 1], remote_ready[K1 - 1];
 #pragma unroll
     for (int o = 0; o < K1 - 1; o++) {
-        const u32 t = o < rank ? o : o + 1;
+        const u32 t = other_rank(o, rank);
         const u32 slot = rank < t ? rank : rank - 1;
         remote_slot[o] = cluster_address(received + slot * LEVELS * PM, t);
         remote_ready[o] = cluster_address(&digits_ready[warp], t);
@@ -1670,14 +1673,14 @@ __device__ __forceinline__ void blind_rotate_cluster(
         // The first other block's key values are read while its digits are still on the way.
         double2 first_key[E];
         {
-            const double2 *key_row = key_s + (rank == 0 ? 1 : 0) * M;
+            const double2 *key_row = key_s + other_rank(0, rank) * M;
 #pragma unroll
             for (int e = 0; e < E; e++) first_key[e] = key_row[key_position(u * E + e)];
         }
         mbarrier_wait(ready, (i >> 1) & 1);
 #pragma unroll
         for (int o = 0; o < K1 - 1; o++) {
-            const u32 sender = o < rank ? o : o + 1;
+            const u32 sender = other_rank(o, rank);
 #pragma unroll
             for (int level = 0; level < LEVELS; level++) {
                 double2 y[E];
