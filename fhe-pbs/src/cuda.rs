@@ -21,6 +21,11 @@
 //! each one launch on one stream, then one download. No round trip to the host between the
 //! stages. The copies go through page-locked buffers and are queued like the kernels, so the
 //! host stages the next chunk and unpacks the previous one while the GPU works on this one.
+//! A run of at most 16 ciphertexts queues no copy at all: its first kernel reads the inputs,
+//! and the blind rotation the table, from the page-locked buffers in place, and the last
+//! kernel writes the outputs there (but the key switch alone, which sums into device memory
+//! with atomics, ends with a download). Each copy queued cost about 10 us of host time on an
+//! H100 machine, during which a single ciphertext's GPU work could not start.
 //!
 //! # FFT and key switch on the device
 //!
@@ -91,7 +96,7 @@ use std::f64::consts::PI;
 use std::sync::{Arc, Mutex};
 
 use kernels::source::Module;
-use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, PinnedBuffer, source};
+use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, Launch, PinnedBuffer, source};
 use rayon::prelude::*;
 
 use crate::Bootstrapper;
@@ -144,6 +149,9 @@ const CLUSTER_LOG_E: u32 = 3;
 const ELEMENTWISE_THREADS: u32 = 256;
 /// Fraction of the free device memory a chunk may use, in percent.
 const CHUNK_MEMORY_PERCENT: usize = 70;
+/// Runs of at most this many ciphertexts leave their inputs, table and outputs in page-locked
+/// host memory, which the kernels read and write in place (see [`Cuda::run`]).
+const IN_PLACE_MAX_CIPHERTEXTS: usize = 16;
 
 /// The kernels' `FheShape` parameter, passed by value.
 #[repr(C)]
@@ -387,6 +395,76 @@ impl Pipeline {
     }
 }
 
+/// Words a kernel reads: in device memory, or in page-locked host memory read in place.
+enum Words<'a> {
+    Device(&'a DeviceBuffer<u64>),
+    Pinned(&'a mut PinnedBuffer<u64>),
+}
+
+impl<'a> Words<'a> {
+    /// Passes the words to `launch` (as `const u64*`).
+    fn pass(self, launch: Launch<'a>) -> Launch<'a> {
+        match self {
+            Words::Device(buffer) => launch.buffer(buffer),
+            Words::Pinned(buffer) => launch.pinned(buffer),
+        }
+    }
+}
+
+/// Where the last kernel of a pipeline writes: a new device buffer, or page-locked host memory
+/// in place.
+enum Output<'a> {
+    Device,
+    Pinned(&'a mut PinnedBuffer<u64>),
+}
+
+impl<'a> Output<'a> {
+    /// The `len` words a kernel writes.
+    ///
+    /// # Safety
+    ///
+    /// As [`Gpu::alloc_uninit`]: the kernels queued next write every word before anything
+    /// reads it.
+    unsafe fn allocate(self, gpu: &Gpu, len: usize) -> Result<Target<'a>, Error> {
+        Ok(match self {
+            // SAFETY: the caller's contract.
+            Output::Device => Target::Device(unsafe { gpu.alloc_uninit::<u64>(len)? }),
+            Output::Pinned(buffer) if buffer.len() >= len => Target::Pinned(buffer),
+            Output::Pinned(buffer) => {
+                return Err(Error::DimensionMismatch {
+                    what: "page-locked output words",
+                    expected: len,
+                    got: buffer.len(),
+                });
+            }
+        })
+    }
+}
+
+/// The words a kernel writes ([`Output::allocate`]).
+enum Target<'a> {
+    Device(DeviceBuffer<u64>),
+    Pinned(&'a mut PinnedBuffer<u64>),
+}
+
+impl Target<'_> {
+    /// Passes the words to `launch` (as `u64*`).
+    fn pass<'b>(&'b mut self, launch: Launch<'b>) -> Launch<'b> {
+        match self {
+            Target::Device(buffer) => launch.buffer_mut(buffer),
+            Target::Pinned(buffer) => launch.pinned(buffer),
+        }
+    }
+
+    /// The device buffer written, if the words are not in host memory.
+    fn into_device(self) -> Option<DeviceBuffer<u64>> {
+        match self {
+            Target::Device(buffer) => Some(buffer),
+            Target::Pinned(_) => None,
+        }
+    }
+}
+
 impl Cuda {
     /// The backend on the first visible GPU, uploading `keys` (the bootstrap key transformed
     /// to the Fourier domain on the CPU first).
@@ -547,7 +625,9 @@ impl Cuda {
 
     /// At most `max_chunk` ciphertexts per upload/launch/download round (at least 1; chunks
     /// never exceed 4,096 ciphertexts, nor what the free device memory allows). For tests of
-    /// the chunking path and to bound device memory.
+    /// the chunking path and to bound device memory. Runs of at most 16 ciphertexts, which
+    /// stay in page-locked host memory and take little device memory, go in one round
+    /// whatever the limit.
     #[must_use]
     pub fn with_max_chunk(&self, max_chunk: usize) -> Self {
         Self {
@@ -682,8 +762,14 @@ impl Cuda {
 
     /// Runs `pipeline` on every ciphertext; returns each output's words.
     ///
-    /// The batch goes through in chunks of at most [`CHUNK_CIPHERTEXTS`] (fewer when the free
-    /// device memory or [`Cuda::with_max_chunk`] says so), all queued on the one stream:
+    /// A run of at most [`IN_PLACE_MAX_CIPHERTEXTS`] stays in page-locked host memory: the
+    /// first kernel reads the inputs there, the blind rotation the table, and the last kernel
+    /// writes the outputs there (except the key switch's, which it sums with device atomics),
+    /// so that no copy is queued. On an H100, each small copy cost about 10 us of the host's
+    /// time before the GPU could start (see BENCHMARKS.md).
+    ///
+    /// A larger batch goes through in chunks of at most [`CHUNK_CIPHERTEXTS`] (fewer when the
+    /// free device memory or [`Cuda::with_max_chunk`] says so), all queued on the one stream:
     /// while the GPU works on chunk `i`, the host unpacks the outputs of chunk `i - 1` and
     /// stages the inputs of chunk `i + 1`, through one page-locked buffer each way.
     fn run(
@@ -696,6 +782,62 @@ impl Cuda {
         if ciphertexts.is_empty() {
             return Ok(Vec::new());
         }
+        let mut staging = self
+            .staging
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if ciphertexts.len() <= IN_PLACE_MAX_CIPHERTEXTS {
+            self.run_in_place(&mut staging, ciphertexts, lut, pipeline)
+        } else {
+            self.run_chunked(&mut staging, ciphertexts, lut, pipeline)
+        }
+    }
+
+    /// [`Cuda::run`] of a small batch in page-locked host memory.
+    fn run_in_place(
+        &self,
+        staging: &mut Staging,
+        ciphertexts: &[LweCiphertext],
+        lut: Option<&LookupTable>,
+        pipeline: Pipeline,
+    ) -> Result<Vec<Vec<u64>>, Error> {
+        let in_width = ciphertexts[0].as_slice().len();
+        let out_width = self.output_width(pipeline);
+        let count = ciphertexts.len();
+        let Staging {
+            inputs,
+            outputs,
+            table,
+        } = staging;
+        let lut = match lut {
+            Some(lut) => Some(Words::Pinned(stage_table(&self.gpu, table, lut)?)),
+            None => None,
+        };
+        let inputs = stage_inputs(&self.gpu, inputs, ciphertexts, count * in_width)?;
+        let outputs = pinned(&self.gpu, outputs, count * out_width)?;
+        let written = self.launch_pipeline(
+            Words::Pinned(inputs),
+            count,
+            lut,
+            pipeline,
+            Output::Pinned(outputs),
+        )?;
+        if let Some(result) = written {
+            result.copy_to_pinned_async(result.len(), outputs)?;
+        }
+        let mut out = Vec::with_capacity(count);
+        unpack(outputs, count * out_width, out_width, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`Cuda::run`] of a batch in chunks through device memory.
+    fn run_chunked(
+        &self,
+        staging: &mut Staging,
+        ciphertexts: &[LweCiphertext],
+        lut: Option<&LookupTable>,
+        pipeline: Pipeline,
+    ) -> Result<Vec<Vec<u64>>, Error> {
         let most = self.max_chunk.min(CHUNK_CIPHERTEXTS).min(ciphertexts.len());
         let per_ciphertext = self.bytes_per_ciphertext();
         // Reading the free memory costs several microseconds: a chunk that needs less than
@@ -710,27 +852,22 @@ impl Cuda {
         let chunk = ciphertexts.len().div_ceil(ciphertexts.len().div_ceil(most));
         let in_width = ciphertexts[0].as_slice().len();
         let out_width = self.output_width(pipeline);
-
-        let mut staging = self
-            .staging
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let Staging {
             inputs,
             outputs,
             table,
-        } = &mut *staging;
+        } = staging;
         // The table goes up through page-locked memory too, queued before the first chunk.
         let lut_buffer = match lut {
             Some(lut) => {
-                let words = lut.polynomial();
-                let staged = pinned(&self.gpu, table, words.len())?;
-                staged.as_mut_slice()?[..words.len()].copy_from_slice(words);
-                Some(self.gpu.upload_pinned_async(staged, words.len())?)
+                let staged = stage_table(&self.gpu, table, lut)?;
+                Some(
+                    self.gpu
+                        .upload_pinned_async(staged, lut.polynomial().len())?,
+                )
             }
             None => None,
         };
-        let inputs = pinned(&self.gpu, inputs, chunk * in_width)?;
         let outputs = pinned(&self.gpu, outputs, chunk * out_width)?;
         let mut out = Vec::with_capacity(ciphertexts.len());
         // Stream order: upload i, download i - 1, kernels i. The host fills the input buffer
@@ -738,14 +875,10 @@ impl Cuda {
         // has landed) while the kernels of chunk i run.
         let mut previous: Option<DeviceBuffer<u64>> = None;
         for part in ciphertexts.chunks(chunk) {
-            let words = &mut inputs.as_mut_slice()?[..part.len() * in_width];
-            words
-                .par_chunks_mut(in_width)
-                .zip(part.par_iter())
-                .for_each(|(dst, ct)| dst.copy_from_slice(ct.as_slice()));
+            let staged = stage_inputs(&self.gpu, inputs, part, chunk * in_width)?;
             let input = self
                 .gpu
-                .upload_pinned_async(inputs, part.len() * in_width)?;
+                .upload_pinned_async(staged, part.len() * in_width)?;
             let downloaded = match previous.take() {
                 Some(result) => {
                     result.copy_to_pinned_async(result.len(), outputs)?;
@@ -753,8 +886,13 @@ impl Cuda {
                 }
                 None => 0,
             };
-            previous =
-                Some(self.launch_pipeline(input, part.len(), lut_buffer.as_ref(), pipeline)?);
+            previous = self.launch_pipeline(
+                Words::Device(&input),
+                part.len(),
+                lut_buffer.as_ref().map(Words::Device),
+                pipeline,
+                Output::Device,
+            )?;
             unpack(outputs, downloaded, out_width, &mut out)?;
         }
         if let Some(last) = previous {
@@ -765,42 +903,46 @@ impl Cuda {
     }
 
     /// Queues the launches of `pipeline` on `count` ciphertexts in `input`; returns the
-    /// device buffer of their outputs.
+    /// device buffer of their outputs, or `None` when the last kernel wrote them into
+    /// `output` (every rotating pipeline given [`Output::Pinned`]).
     fn launch_pipeline(
         &self,
-        input: DeviceBuffer<u64>,
+        input: Words<'_>,
         count: usize,
-        lut: Option<&DeviceBuffer<u64>>,
+        lut: Option<Words<'_>>,
         pipeline: Pipeline,
-    ) -> Result<DeviceBuffer<u64>, Error> {
+        output: Output<'_>,
+    ) -> Result<Option<DeviceBuffer<u64>>, Error> {
+        if !pipeline.rotates() {
+            return self.keyswitch_device(input, count).map(Some);
+        }
+        let lut = lut.ok_or(Error::DimensionMismatch {
+            what: "lookup tables of a bootstrap",
+            expected: 1,
+            got: 0,
+        })?;
+        let switched;
         let small = if pipeline.keyswitches() {
-            self.keyswitch_device(&input, count)?
+            switched = self.keyswitch_device(input, count)?;
+            Words::Device(&switched)
         } else {
             input
         };
-        match (pipeline.rotates(), lut) {
-            (true, Some(lut)) => {
-                let glwe = self.blind_rotate_device(&small, lut, count)?;
-                if pipeline == Pipeline::BlindRotate {
-                    Ok(glwe)
-                } else {
-                    self.sample_extract_device(&glwe, count)
-                }
-            }
-            _ => Ok(small),
+        if pipeline == Pipeline::BlindRotate {
+            return self.blind_rotate_device(small, lut, count, output);
+        }
+        match self.blind_rotate_device(small, lut, count, Output::Device)? {
+            Some(glwe) => self.sample_extract_device(&glwe, count, output),
+            None => Ok(None),
         }
     }
 
     /// Key switch of `count` big-key ciphertexts on the device.
-    fn keyswitch_device(
-        &self,
-        input: &DeviceBuffer<u64>,
-        count: usize,
-    ) -> Result<DeviceBuffer<u64>, Error> {
+    fn keyswitch_device(&self, input: Words<'_>, count: usize) -> Result<DeviceBuffer<u64>, Error> {
         let shape = shape_of(&self.params);
         let out_width = self.params.lwe_dimension().0 + 1;
         let mut output = self.gpu.alloc_zeroed::<u64>(count * out_width)?;
-        if count >= KS_TENSOR_MIN_COUNT {
+        if let (Words::Device(input), true) = (&input, count >= KS_TENSOR_MIN_COUNT) {
             if let (Some(tensor), Some(key_bytes)) =
                 (&self.kernels.keyswitch_tensor, &self.keys.ksk_bytes)
             {
@@ -836,10 +978,8 @@ impl Cuda {
         // writes words < n + 1 of ciphertexts < count; the shared memory is KS_CHUNK l TILE
         // digits (4 bytes each in the narrow kernels, else 8) as it indexes.
         unsafe {
-            self.gpu
-                .launch(kernel, grid)
-                .value(&shape)
-                .buffer(input)
+            input
+                .pass(self.gpu.launch(kernel, grid).value(&shape))
                 .buffer(&self.keys.ksk)
                 .buffer_mut(&mut output)
                 .value(&count_u32)
@@ -914,17 +1054,18 @@ impl Cuda {
     }
 
     /// Blind rotation (the kernels switch the `count` ciphertexts in `small` to `2N` as they
-    /// read them); returns the `count` GLWE accumulators.
+    /// read them); returns the `count` GLWE accumulators, or `None` when written to `output`.
     fn blind_rotate_device(
         &self,
-        small: &DeviceBuffer<u64>,
-        lut: &DeviceBuffer<u64>,
+        small: Words<'_>,
+        lut: Words<'_>,
         count: usize,
-    ) -> Result<DeviceBuffer<u64>, Error> {
+        output: Output<'_>,
+    ) -> Result<Option<DeviceBuffer<u64>>, Error> {
         let k1 = self.params.glwe_dimension().0 + 1;
         let n = self.params.polynomial_size().0;
         // SAFETY: both blind rotations write every word of every accumulator.
-        let mut glwe = unsafe { self.gpu.alloc_uninit::<u64>(count * k1 * n)? };
+        let mut glwe = unsafe { output.allocate(&self.gpu, count * k1 * n)? };
         let shape = shape_of(&self.params);
         let use_cluster = match self.engine {
             Engine::Amortized => false,
@@ -948,16 +1089,13 @@ impl Cuda {
                 // `glwe` count (k + 1) N words; the grid has one cluster of k + 1 blocks per
                 // ciphertext, with the shared memory the kernel indexes (allowed at load).
                 unsafe {
-                    self.gpu
-                        .launch(kernel, grid)
-                        .value(&shape)
-                        .buffer(small)
-                        .buffer(lut)
+                    let launch = small.pass(self.gpu.launch(kernel, grid).value(&shape));
+                    let launch = lut
+                        .pass(launch)
                         .buffer(&self.keys.bsk)
                         .buffer(&self.keys.twist)
-                        .buffer(&self.keys.twiddles_staged)
-                        .buffer_mut(&mut glwe)
-                        .run()?;
+                        .buffer(&self.keys.twiddles_staged);
+                    glwe.pass(launch).run()?;
                 }
             }
             _ => {
@@ -980,17 +1118,14 @@ impl Cuda {
                 // when `acc_in_shared` is set, no digit polynomials when `global_digits` is
                 // given, which then holds (k + 1) l padded polynomials per block.
                 unsafe {
-                    let launch = self
-                        .gpu
-                        .launch(&self.kernels.amortized, grid)
-                        .value(&shape)
-                        .buffer(small)
-                        .buffer(lut)
+                    let launch =
+                        small.pass(self.gpu.launch(&self.kernels.amortized, grid).value(&shape));
+                    let launch = lut
+                        .pass(launch)
                         .buffer(&self.keys.bsk)
                         .buffer(&self.keys.twist)
-                        .buffer(&self.keys.twiddles)
-                        .buffer_mut(&mut glwe)
-                        .value(&acc_in_shared);
+                        .buffer(&self.keys.twiddles);
+                    let launch = glwe.pass(launch).value(&acc_in_shared);
                     match global_digits.as_mut() {
                         Some(digits) => launch.buffer_mut(digits),
                         None => launch.value(&NULL_DEVICE_POINTER),
@@ -999,7 +1134,7 @@ impl Cuda {
                 }
             }
         }
-        Ok(glwe)
+        Ok(glwe.into_device())
     }
 
     /// Every word of `input` switched to `2N`.
@@ -1022,33 +1157,36 @@ impl Cuda {
         Ok(switched)
     }
 
-    /// Sample extraction of `count` GLWE ciphertexts.
+    /// Sample extraction of `count` GLWE ciphertexts; returns the LWE ciphertexts, or `None`
+    /// when written to `output`.
     fn sample_extract_device(
         &self,
         glwe: &DeviceBuffer<u64>,
         count: usize,
-    ) -> Result<DeviceBuffer<u64>, Error> {
+        output: Output<'_>,
+    ) -> Result<Option<DeviceBuffer<u64>>, Error> {
         let k = to_u32(self.params.glwe_dimension().0);
         let n = to_u32(self.params.polynomial_size().0);
         let width = self.params.big_lwe_dimension().0 + 1;
         // SAFETY: the extraction writes every word of every output.
-        let mut lwe = unsafe { self.gpu.alloc_uninit::<u64>(count * width)? };
+        let mut lwe = unsafe { output.allocate(&self.gpu, count * width)? };
         let count_u32 = to_u32(count);
         let grid = Grid::cover((count * width) as u64, ELEMENTWISE_THREADS);
         // SAFETY: the arguments match `fhe_sample_extract(const u64*, u64*, u32, u32, u32)`;
         // `glwe` holds count (k + 1) N words and `lwe` count (kN + 1), the bounds the kernel
         // indexes within.
         unsafe {
-            self.gpu
-                .launch(&self.kernels.sample_extract, grid)
-                .buffer(glwe)
-                .buffer_mut(&mut lwe)
-                .value(&count_u32)
-                .value(&k)
-                .value(&n)
-                .run()?;
+            lwe.pass(
+                self.gpu
+                    .launch(&self.kernels.sample_extract, grid)
+                    .buffer(glwe),
+            )
+            .value(&count_u32)
+            .value(&k)
+            .value(&n)
+            .run()?;
         }
-        Ok(lwe)
+        Ok(lwe.into_device())
     }
 }
 
@@ -1063,6 +1201,35 @@ fn pinned<'a>(
         _ => gpu.alloc_pinned(words)?,
     };
     Ok(slot.insert(buffer))
+}
+
+/// The page-locked buffer in `slot` holding the words of `lut` (at its start).
+fn stage_table<'a>(
+    gpu: &Gpu,
+    slot: &'a mut Option<PinnedBuffer<u64>>,
+    lut: &LookupTable,
+) -> Result<&'a mut PinnedBuffer<u64>, Error> {
+    let words = lut.polynomial();
+    let staged = pinned(gpu, slot, words.len())?;
+    staged.as_mut_slice()?[..words.len()].copy_from_slice(words);
+    Ok(staged)
+}
+
+/// The page-locked buffer in `slot` (at least `capacity` words) holding the words of
+/// `ciphertexts` (all of one width, checked by [`Cuda::check`]) one after the other.
+fn stage_inputs<'a>(
+    gpu: &Gpu,
+    slot: &'a mut Option<PinnedBuffer<u64>>,
+    ciphertexts: &[LweCiphertext],
+    capacity: usize,
+) -> Result<&'a mut PinnedBuffer<u64>, Error> {
+    let staged = pinned(gpu, slot, capacity)?;
+    let width = ciphertexts.first().map_or(1, |ct| ct.as_slice().len());
+    staged.as_mut_slice()?[..ciphertexts.len() * width]
+        .par_chunks_mut(width)
+        .zip(ciphertexts.par_iter())
+        .for_each(|(dst, ct)| dst.copy_from_slice(ct.as_slice()));
+    Ok(staged)
 }
 
 /// Appends the first `len` words of `outputs` (once their copy has landed) to `out`, as
@@ -1282,7 +1449,7 @@ fn first(mut outputs: Vec<LweCiphertext>) -> Result<LweCiphertext, Error> {
 /// function is the one the key switch and, fused with the FFT, the blind rotations use.
 /// Lookup tables are not built on the device: the CPU's polynomial is uploaded as is.
 pub mod stages {
-    use super::{Cuda, ELEMENTWISE_THREADS, to_u32};
+    use super::{Cuda, ELEMENTWISE_THREADS, Output, to_u32};
     use crate::error::Error;
     use crate::glwe::GlweCiphertext;
     use crate::lwe::LweCiphertext;
@@ -1379,7 +1546,12 @@ pub mod stages {
         }
         let glwe = cuda.gpu.upload(&words)?;
         let lwe = cuda
-            .sample_extract_device(&glwe, ciphertexts.len())?
+            .sample_extract_device(&glwe, ciphertexts.len(), Output::Device)?
+            .ok_or(Error::DimensionMismatch {
+                what: "sample extraction outputs in device memory",
+                expected: 1,
+                got: 0,
+            })?
             .to_host()?;
         let out_width = params.big_lwe_dimension().0 + 1;
         lwe.chunks_exact(out_width)

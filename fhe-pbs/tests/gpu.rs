@@ -100,9 +100,9 @@ fn keyswitch_is_bit_exact() {
                 s.name
             );
         }
-        // Below and above the tensor-core key switch's threshold (64), with partial tiles of
-        // 128 ciphertexts.
-        for size in [3usize, 9, 37, 64, 130, 300] {
+        // Either side of the largest run kept in host memory (16) and of the tensor-core key
+        // switch's threshold (64), with partial tiles of 128 ciphertexts.
+        for size in [3usize, 9, 16, 17, 37, 64, 130, 300] {
             let inputs: Vec<LweCiphertext> = (0..size).map(|_| random_lwe(&mut rng, big)).collect();
             let got = s.gpu.keyswitch_batch(&inputs).unwrap();
             assert_eq!(got.len(), size);
@@ -234,9 +234,9 @@ fn bootstraps_decrypt_to_the_table_on_both_engines() {
             let gpu = s.gpu.with_engine(engine);
             let sizes: &[usize] = if s.name == "PARAM_TEST_INSECURE" || engine == Engine::Amortized
             {
-                &[1, 3, 7, 100, 1000]
+                &[1, 3, 7, 16, 17, 100, 1000]
             } else {
-                &[1, 3, 7, 100]
+                &[1, 3, 7, 16, 17, 100]
             };
             for (t, &size) in sizes.iter().enumerate() {
                 check_batch(s, &gpu, size, 30 + t as u8);

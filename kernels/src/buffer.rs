@@ -1,6 +1,8 @@
 //! Typed device buffers.
 
-use cudarc::driver::sys::CUevent_flags;
+use std::sync::Arc;
+
+use cudarc::driver::sys::{self, CUdeviceptr, CUevent_flags};
 use cudarc::driver::{
     CudaEvent, CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr, PinnedHostSlice, ValidAsZeroBits,
     result,
@@ -90,32 +92,44 @@ fn check_fits(len: usize, capacity: usize) -> Result<()> {
 }
 
 /// `len` elements of `T` in page-locked host memory, which the GPU copies to and from at full
-/// bus speed and asynchronously. Made by [`crate::Gpu::alloc_pinned`]; filled from the device
-/// by [`DeviceBuffer::copy_to_pinned_async`], copied to it by
-/// [`DeviceBuffer::copy_from_pinned_async`].
+/// bus speed and asynchronously, and which kernels can also read and write in place over the
+/// bus. Made by [`crate::Gpu::alloc_pinned`]; filled from the device by
+/// [`DeviceBuffer::copy_to_pinned_async`], copied to it by
+/// [`DeviceBuffer::copy_from_pinned_async`], passed to kernels by [`crate::Launch::pinned`].
 ///
 /// Page-locked memory is a scarce system resource and slow to allocate: keep such buffers
 /// for staging and reuse them.
 #[derive(Debug)]
 pub struct PinnedBuffer<T> {
     slice: PinnedHostSlice<T>,
-    /// Recorded after the last copy queued into or out of the buffer. (cudarc records its own
-    /// event for pinned memory only when a context uses several streams, so this handle keeps
-    /// one.)
-    copied: Option<CudaEvent>,
+    /// The address kernels reach the memory at.
+    pub(crate) device_address: CUdeviceptr,
+    /// Recorded after the last copy or kernel queued into or out of the buffer, shared by the
+    /// buffers of one launch. (cudarc records its own event for pinned memory only when a
+    /// context uses several streams, so this handle keeps one.)
+    pub(crate) in_use_until: Option<Arc<CudaEvent>>,
 }
 
 impl<T: DeviceRepr + ValidAsZeroBits> PinnedBuffer<T> {
-    pub(crate) fn new(slice: PinnedHostSlice<T>) -> Self {
-        Self {
+    /// Wraps memory from `cuMemHostAlloc` (mapped into the device's address space).
+    pub(crate) fn new(mut slice: PinnedHostSlice<T>) -> Result<Self> {
+        let host = slice.as_mut_ptr()?;
+        let mut device_address: CUdeviceptr = 0;
+        // SAFETY: `host` is the start of a live page-locked allocation made by cuMemHostAlloc
+        // with the device-map flag; the driver writes the mapped address into
+        // `device_address` (flags must be 0).
+        unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device_address, host.cast(), 0) }
+            .result()?;
+        Ok(Self {
             slice,
-            copied: None,
-        }
+            device_address,
+            in_use_until: None,
+        })
     }
 
-    /// Waits for the copies queued into or out of the buffer.
+    /// Waits for the copies and kernels queued into or out of the buffer.
     fn wait(&self) -> Result<()> {
-        if let Some(event) = &self.copied {
+        if let Some(event) = &self.in_use_until {
             event.synchronize()?;
         }
         Ok(())
@@ -146,9 +160,9 @@ impl<T: DeviceRepr + ValidAsZeroBits> PinnedBuffer<T> {
 }
 
 impl<T> Drop for PinnedBuffer<T> {
-    /// A copy still in flight must land before the memory is freed.
+    /// A copy or kernel still in flight must be done with the memory before it is freed.
     fn drop(&mut self) {
-        if let Some(event) = &self.copied {
+        if let Some(event) = &self.in_use_until {
             let _ = event.synchronize();
         }
     }
@@ -173,7 +187,9 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         // elements; the copy is ordered on the stream that owns this buffer.
         unsafe { result::memcpy_dtoh_async(host, src, stream.cu_stream()) }?;
         drop(record);
-        dst.copied = Some(stream.record_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))?);
+        dst.in_use_until = Some(Arc::new(
+            stream.record_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))?,
+        ));
         Ok(())
     }
 
@@ -200,7 +216,9 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         // of this buffer; the copy is ordered on the stream that owns this buffer.
         unsafe { result::memcpy_htod_async(dst, host, stream.cu_stream()) }?;
         drop(record);
-        src.copied = Some(stream.record_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))?);
+        src.in_use_until = Some(Arc::new(
+            stream.record_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))?,
+        ));
         Ok(())
     }
 }

@@ -167,3 +167,35 @@ fn kernels_load_time_and_report_missing_names() {
     let bytes = out.to_host().unwrap();
     assert!(bytes.iter().any(|&b| b != 0));
 }
+
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn kernels_write_page_locked_memory_in_place() {
+    let gpu = Gpu::first().unwrap();
+    let kernel = gpu.kernel(&source::CHACHA, "chacha8_keystream").unwrap();
+    let params: [u32; 12] = std::array::from_fn(|i| 0x0101_0101 * i as u32 + 7);
+    let blocks = 333u64;
+    let mut device = gpu.alloc_zeroed::<u8>(64 * 333).unwrap();
+    let mut host = gpu.alloc_pinned::<u8>(64 * 333 + 5).unwrap();
+    // SAFETY: chacha8_keystream(ChaChaStream = 12 words, u64, uint4*) with room for 333
+    // blocks in both outputs.
+    unsafe {
+        gpu.launch(&kernel, Grid::cover(blocks, 256))
+            .value(&params)
+            .value(&blocks)
+            .buffer_mut(&mut device)
+            .run()
+            .unwrap();
+        gpu.launch(&kernel, Grid::cover(blocks, 256))
+            .value(&params)
+            .value(&blocks)
+            .pinned(&mut host)
+            .run()
+            .unwrap();
+    }
+    // as_slice waits for the kernel that writes the buffer in place.
+    let written = host.as_slice().unwrap();
+    assert_eq!(written[..64 * 333], device.to_host().unwrap());
+    assert!(written[..64].iter().any(|&b| b != 0));
+    assert_eq!(written[64 * 333..], [0; 5]);
+}
