@@ -24,8 +24,10 @@
 //! A run of at most 16 ciphertexts queues no copy at all: its first kernel reads the inputs,
 //! and the blind rotation the table, from the page-locked buffers in place, and the last
 //! kernel writes the outputs there (but the key switch alone, which sums into device memory
-//! with atomics, ends with a download). Each copy queued cost about 10 us of host time on an
-//! H100 machine, during which a single ciphertext's GPU work could not start.
+//! with atomics, ends with a download, and the amortized blind rotation, which reads each
+//! ciphertext's words as its CMuxes need them, gets its inputs uploaded). Each copy queued
+//! cost about 10 us of host time on an H100 machine, during which a single ciphertext's GPU
+//! work could not start.
 //!
 //! # FFT and key switch on the device
 //!
@@ -763,10 +765,11 @@ impl Cuda {
     /// Runs `pipeline` on every ciphertext; returns each output's words.
     ///
     /// A run of at most [`IN_PLACE_MAX_CIPHERTEXTS`] stays in page-locked host memory: the
-    /// first kernel reads the inputs there, the blind rotation the table, and the last kernel
-    /// writes the outputs there (except the key switch's, which it sums with device atomics),
-    /// so that no copy is queued. On an H100, each small copy cost about 10 us of the host's
-    /// time before the GPU could start (see BENCHMARKS.md).
+    /// first kernel reads the inputs there (unless it is the amortized blind rotation, which
+    /// reads them one CMux at a time: they are uploaded), the blind rotation the table, and
+    /// the last kernel writes the outputs there (except the key switch's, which it sums with
+    /// device atomics), so that no copy is queued. On an H100 machine, each small copy cost
+    /// about 10 us of the host's time before the GPU could start (see BENCHMARKS.md).
     ///
     /// A larger batch goes through in chunks of at most [`CHUNK_CIPHERTEXTS`] (fewer when the
     /// free device memory or [`Cuda::with_max_chunk`] says so), all queued on the one stream:
@@ -814,14 +817,17 @@ impl Cuda {
             None => None,
         };
         let inputs = stage_inputs(&self.gpu, inputs, ciphertexts, count * in_width)?;
+        // The amortized blind rotation reads its ciphertexts' words as each CMux needs them,
+        // not ahead as the cluster kernel does: over the bus, that cost 0.4 ms per bootstrap.
+        let uploaded;
+        let input = if pipeline.keyswitches() || self.rotates_in_clusters(count) {
+            Words::Pinned(inputs)
+        } else {
+            uploaded = self.gpu.upload_pinned_async(inputs, count * in_width)?;
+            Words::Device(&uploaded)
+        };
         let outputs = pinned(&self.gpu, outputs, count * out_width)?;
-        let written = self.launch_pipeline(
-            Words::Pinned(inputs),
-            count,
-            lut,
-            pipeline,
-            Output::Pinned(outputs),
-        )?;
+        let written = self.launch_pipeline(input, count, lut, pipeline, Output::Pinned(outputs))?;
         if let Some(result) = written {
             result.copy_to_pinned_async(result.len(), outputs)?;
         }
@@ -1067,12 +1073,7 @@ impl Cuda {
         // SAFETY: both blind rotations write every word of every accumulator.
         let mut glwe = unsafe { output.allocate(&self.gpu, count * k1 * n)? };
         let shape = shape_of(&self.params);
-        let use_cluster = match self.engine {
-            Engine::Amortized => false,
-            Engine::LowLatency => true,
-            Engine::Auto => count * k1 <= self.gpu.info().sm_count as usize,
-        };
-        match (&self.kernels.cluster, use_cluster) {
+        match (&self.kernels.cluster, self.rotates_in_clusters(count)) {
             (Some(kernel), true) => {
                 let grid = Grid {
                     blocks: to_u32(count * k1),
@@ -1135,6 +1136,18 @@ impl Cuda {
             }
         }
         Ok(glwe.into_device())
+    }
+
+    /// Whether the blind rotation of `count` ciphertexts runs on the cluster kernel rather
+    /// than the amortized one.
+    fn rotates_in_clusters(&self, count: usize) -> bool {
+        let k1 = self.params.glwe_dimension().0 + 1;
+        self.kernels.cluster.is_some()
+            && match self.engine {
+                Engine::Amortized => false,
+                Engine::LowLatency => true,
+                Engine::Auto => count * k1 <= self.gpu.info().sm_count as usize,
+            }
     }
 
     /// Every word of `input` switched to `2N`.
