@@ -23,9 +23,10 @@
 //! host stages the next chunk and unpacks the previous one while the GPU works on this one.
 //! A run of at most 16 ciphertexts queues no copy at all: its first kernel reads the inputs,
 //! and the blind rotation the table, from the page-locked buffers in place, and the last
-//! kernel writes the outputs there (but the key switch alone, which sums into device memory
-//! with atomics, ends with a download, and the amortized blind rotation, which reads each
-//! ciphertext's words as its CMuxes need them, gets its inputs uploaded). Each copy queued
+//! kernel writes the outputs there (but a key switch alone that sums into device memory with
+//! atomics, where the key switch by key columns is not available, ends with a download, and
+//! the amortized blind rotation, which reads each ciphertext's words as its CMuxes need them,
+//! gets its inputs uploaded). Each copy queued
 //! cost about 10 us of host time on an H100 machine, during which a single ciphertext's GPU
 //! work could not start.
 //!
@@ -59,7 +60,12 @@
 //! (base log at most 7, as the standard set's 4; compute capability 8.0 and newer): the digits
 //! become an int8 matrix, the key is kept a second time split into its eight bytes, and one
 //! integer matrix product with exact int32 sums gives every output word, combined mod 2^64 from
-//! its eight byte sums (`fhe_keyswitch_digits`, `fhe_keyswitch_mma`). Otherwise the key switch
+//! its eight byte sums (`fhe_keyswitch_digits`, `fhe_keyswitch_mma`). A run of at most 16
+//! ciphertexts takes the same digits and key bytes by key columns instead
+//! (`fhe_keyswitch_columns_t{1,4,16}`): each block computes whole output words, each from the
+//! word's eight byte columns (contiguous in that copy of the key) by `dp4a`, so that every
+//! word is written once, with no zeroed output and no atomics (one KS+PBS on an H100:
+//! 2,090 -> 2,077 us; the key switch alone 68 -> 52 us). Otherwise the key switch
 //! stages the digits of 32 ciphertexts per block (8 for fewer than 32 ciphertexts), so that
 //! each key word read serves all of them; digits of at most 31 bits are staged as ints and
 //! multiplied with two 32-bit multiply-adds instead of a 64-bit product.
@@ -123,6 +129,15 @@ const KS_CHUNK: u32 = 16;
 /// Batches of at least this many ciphertexts key-switch on the tensor cores, where the
 /// parameters allow it (see [`tensor_keyswitch`]).
 const KS_TENSOR_MIN_COUNT: usize = 64;
+/// The ciphertext counts the key switch by key columns is compiled for
+/// (`fhe_keyswitch_columns_t{T}`); runs of up to the largest take it where the parameters
+/// allow.
+const KS_COLUMN_TILES: [usize; 3] = [1, 4, 16];
+/// Threads per block of it (`KSC_THREADS` in fhe_pbs.cu).
+const KS_COLUMN_THREADS: u32 = 256;
+/// Its grid: this many blocks per SM (or one per output word, if fewer), each staging the
+/// digits once for the words it computes.
+const KS_COLUMN_BLOCKS_PER_SM: u32 = 4;
 /// Ciphertexts per block of the tensor-core key switch (`KSM_M` in fhe_pbs.cu).
 const KSM_CIPHERTEXTS: usize = 128;
 /// Key columns per block of it (`KSM_N`): 16 output words of 8 bytes.
@@ -223,9 +238,9 @@ struct Kernels {
     keyswitch_small: Kernel,
     /// The key switch with 32 ciphertexts per block (batches), when its shared memory fits.
     keyswitch_large: Option<Kernel>,
-    /// The key switch of batches on the int8 tensor cores, when the device and parameters
-    /// allow it.
-    keyswitch_tensor: Option<TensorKeyswitch>,
+    /// The key switch by the key's bytes (the int8 tensor cores for batches, key columns for
+    /// a few ciphertexts), when the device and parameters allow it.
+    keyswitch_bytes: Option<ByteKeyswitch>,
     modulus_switch: Kernel,
     decompose: Kernel,
     sample_extract: Kernel,
@@ -237,13 +252,18 @@ struct Kernels {
     cluster: Option<Kernel>,
 }
 
-/// The kernels of the tensor-core key switch.
+/// The kernels of the key switch by the key's bytes ([`keyswitch_key_bytes`]).
 #[derive(Debug, Clone)]
-struct TensorKeyswitch {
+struct ByteKeyswitch {
     /// `fhe_keyswitch_digits`: the digits as an int8 matrix.
     digits: Kernel,
-    /// `fhe_keyswitch_mma`: digits times key bytes, combined into the output words.
+    /// `fhe_keyswitch_mma`: digits times key bytes on the tensor cores, combined into the
+    /// output words (batches of at least [`KS_TENSOR_MIN_COUNT`]).
     product: Kernel,
+    /// `fhe_keyswitch_columns_t{T}` and its `T`, smallest first: the key switch of at most `T`
+    /// ciphertexts by key columns, for each `T` of [`KS_COLUMN_TILES`] whose shared memory
+    /// fits the device.
+    columns: Vec<(usize, Kernel)>,
 }
 
 /// The CUDA backend on one GPU: both keys resident in device memory, one [`Engine`].
@@ -404,6 +424,14 @@ enum Words<'a> {
 }
 
 impl<'a> Words<'a> {
+    /// The same words, for one more kernel.
+    fn reborrow(&mut self) -> Words<'_> {
+        match self {
+            Words::Device(buffer) => Words::Device(buffer),
+            Words::Pinned(buffer) => Words::Pinned(buffer),
+        }
+    }
+
     /// Passes the words to `launch` (as `const u64*`).
     fn pass(self, launch: Launch<'a>) -> Launch<'a> {
         match self {
@@ -458,6 +486,14 @@ impl Target<'_> {
         }
     }
 
+    /// The words written, for the next kernel to read.
+    fn words(&mut self) -> Words<'_> {
+        match self {
+            Target::Device(buffer) => Words::Device(buffer),
+            Target::Pinned(buffer) => Words::Pinned(buffer),
+        }
+    }
+
     /// The device buffer written, if the words are not in host memory.
     fn into_device(self) -> Option<DeviceBuffer<u64>> {
         match self {
@@ -506,7 +542,7 @@ impl Cuda {
         let pbs_levels = params.pbs_decomposition().level_count.0;
         let (twist, twiddles) = fft_tables(n);
         let ksk = keys.keyswitch_key().as_slice();
-        let ksk_bytes = match kernels.keyswitch_tensor {
+        let ksk_bytes = match kernels.keyswitch_bytes {
             Some(_) => Some(gpu.upload(&keyswitch_key_bytes(ksk, params.lwe_dimension().0 + 1))?),
             None => None,
         };
@@ -556,11 +592,20 @@ impl Cuda {
             .allow_shared_bytes(to_u32(keyswitch_shared_bytes(params, KS_TILE_LARGE)))
             .ok()
             .map(|()| keyswitch_large);
-        let keyswitch_tensor =
+        let keyswitch_bytes =
             if gpu.info().compute_capability.major >= 8 && tensor_keyswitch(params) {
-                Some(TensorKeyswitch {
+                let mut columns = Vec::new();
+                for tile in KS_COLUMN_TILES {
+                    let kernel = load(&format!("fhe_keyswitch_columns_t{tile}"))?;
+                    let bytes = keyswitch_columns_shared_bytes(params, tile, tile);
+                    if kernel.allow_shared_bytes(to_u32(bytes)).is_ok() {
+                        columns.push((tile, kernel));
+                    }
+                }
+                Some(ByteKeyswitch {
                     digits: load("fhe_keyswitch_digits")?,
                     product: load("fhe_keyswitch_mma")?,
+                    columns,
                 })
             } else {
                 None
@@ -606,7 +651,7 @@ impl Cuda {
         Ok(Kernels {
             keyswitch_small,
             keyswitch_large,
-            keyswitch_tensor,
+            keyswitch_bytes,
             modulus_switch: load("fhe_modulus_switch")?,
             decompose: load("fhe_decompose")?,
             sample_extract: load("fhe_sample_extract")?,
@@ -767,8 +812,8 @@ impl Cuda {
     /// A run of at most [`IN_PLACE_MAX_CIPHERTEXTS`] stays in page-locked host memory: the
     /// first kernel reads the inputs there (unless it is the amortized blind rotation, which
     /// reads them one CMux at a time: they are uploaded), the blind rotation the table, and
-    /// the last kernel writes the outputs there (except the key switch's, which it sums with
-    /// device atomics), so that no copy is queued. On an H100 machine, each small copy cost
+    /// the last kernel writes the outputs there (except a key switch's summed with device
+    /// atomics, see [`Cuda::keyswitch_device`]), so that no copy is queued. On an H100 machine, each small copy cost
     /// about 10 us of the host's time before the GPU could start (see BENCHMARKS.md).
     ///
     /// A larger batch goes through in chunks of at most [`CHUNK_CIPHERTEXTS`] (fewer when the
@@ -920,17 +965,17 @@ impl Cuda {
         output: Output<'_>,
     ) -> Result<Option<DeviceBuffer<u64>>, Error> {
         if !pipeline.rotates() {
-            return self.keyswitch_device(input, count).map(Some);
+            return Ok(self.keyswitch_device(input, count, output)?.into_device());
         }
         let lut = lut.ok_or(Error::DimensionMismatch {
             what: "lookup tables of a bootstrap",
             expected: 1,
             got: 0,
         })?;
-        let switched;
+        let mut switched;
         let small = if pipeline.keyswitches() {
-            switched = self.keyswitch_device(input, count)?;
-            Words::Device(&switched)
+            switched = self.keyswitch_device(input, count, Output::Device)?;
+            switched.words()
         } else {
             input
         };
@@ -943,17 +988,42 @@ impl Cuda {
         }
     }
 
-    /// Key switch of `count` big-key ciphertexts on the device.
-    fn keyswitch_device(&self, input: Words<'_>, count: usize) -> Result<DeviceBuffer<u64>, Error> {
+    /// Key switch of `count` big-key ciphertexts on the device, into `output` where the
+    /// kernel writes each word once (by key columns), else into a new zeroed device buffer
+    /// (the other kernels sum into it with atomics).
+    fn keyswitch_device<'a>(
+        &self,
+        mut input: Words<'_>,
+        count: usize,
+        output: Output<'a>,
+    ) -> Result<Target<'a>, Error> {
         let shape = shape_of(&self.params);
         let out_width = self.params.lwe_dimension().0 + 1;
+        if let (Some(bytes), Some(key_bytes)) =
+            (&self.kernels.keyswitch_bytes, &self.keys.ksk_bytes)
+        {
+            if let Some((tile, kernel)) = bytes.columns.iter().find(|(tile, _)| count <= *tile) {
+                // SAFETY: the key switch by columns writes every word.
+                let mut target = unsafe { output.allocate(&self.gpu, count * out_width)? };
+                let digits = self.keyswitch_digits(&bytes.digits, input.reborrow(), count, 0)?;
+                self.keyswitch_by_columns(
+                    (*tile, kernel),
+                    key_bytes,
+                    &digits,
+                    input,
+                    count,
+                    &mut target,
+                )?;
+                return Ok(target);
+            }
+        }
         let mut output = self.gpu.alloc_zeroed::<u64>(count * out_width)?;
         if let (Words::Device(input), true) = (&input, count >= KS_TENSOR_MIN_COUNT) {
-            if let (Some(tensor), Some(key_bytes)) =
-                (&self.kernels.keyswitch_tensor, &self.keys.ksk_bytes)
+            if let (Some(bytes), Some(key_bytes)) =
+                (&self.kernels.keyswitch_bytes, &self.keys.ksk_bytes)
             {
-                self.keyswitch_on_tensor_cores(tensor, key_bytes, input, &mut output, count)?;
-                return Ok(output);
+                self.keyswitch_on_tensor_cores(bytes, key_bytes, input, &mut output, count)?;
+                return Ok(Target::Device(output));
             }
         }
         let in_dim = self.params.big_lwe_dimension().0 as u32;
@@ -994,41 +1064,115 @@ impl Cuda {
                 .value(&inputs_per_split)
                 .run()?;
         }
-        Ok(output)
+        Ok(Target::Device(output))
+    }
+
+    /// The key-switch digits of `count` ciphertexts in `input` as an int8 matrix (`count` rows
+    /// of `k N l` bytes, [`keyswitch_rows`], in the key's row order), with `padded_count - count`
+    /// zero rows after them (none for `padded_count` 0).
+    fn keyswitch_digits(
+        &self,
+        kernel: &Kernel,
+        input: Words<'_>,
+        count: usize,
+        padded_count: usize,
+    ) -> Result<DeviceBuffer<i8>, Error> {
+        let shape = shape_of(&self.params);
+        let rows = keyswitch_rows(&self.params);
+        let in_dim = self.params.big_lwe_dimension().0;
+        let mut digits = if padded_count > count {
+            self.gpu.alloc_zeroed::<i8>(padded_count * rows)?
+        } else {
+            // SAFETY: the kernel below writes all count rows.
+            unsafe { self.gpu.alloc_uninit::<i8>(count * rows)? }
+        };
+        let count_u32 = to_u32(count);
+        // SAFETY: the arguments match `fhe_keyswitch_digits(FheShape, const u64*, signed
+        // char*, u32)`; `input` holds `count` ciphertexts of kN + 1 words and `digits` at least
+        // count kN l bytes, the bounds of the kernel's grid-stride loop.
+        unsafe {
+            input
+                .pass(
+                    self.gpu
+                        .launch(
+                            kernel,
+                            Grid::cover((count * in_dim) as u64, ELEMENTWISE_THREADS),
+                        )
+                        .value(&shape),
+                )
+                .buffer_mut(&mut digits)
+                .value(&count_u32)
+                .run()?;
+        }
+        Ok(digits)
+    }
+
+    /// The key switch of `count` ciphertexts by key columns (`fhe_keyswitch_columns_t{tile}`,
+    /// `count <= tile`) from their `digits` ([`Cuda::keyswitch_digits`]) into `output`.
+    fn keyswitch_by_columns(
+        &self,
+        (tile, kernel): (usize, &Kernel),
+        key_bytes: &DeviceBuffer<u8>,
+        digits: &DeviceBuffer<i8>,
+        input: Words<'_>,
+        count: usize,
+        output: &mut Target<'_>,
+    ) -> Result<(), Error> {
+        let rows = keyswitch_rows(&self.params);
+        let in_dim = self.params.big_lwe_dimension().0;
+        let out_width = self.params.lwe_dimension().0 + 1;
+        let grid = Grid {
+            blocks: to_u32(out_width).min(KS_COLUMN_BLOCKS_PER_SM * self.gpu.info().sm_count),
+            threads: KS_COLUMN_THREADS,
+            shared_bytes: to_u32(keyswitch_columns_shared_bytes(&self.params, tile, count)),
+        };
+        let (count, in_dim, out_width, rows) = (
+            to_u32(count),
+            to_u32(in_dim),
+            to_u32(out_width),
+            to_u32(rows),
+        );
+        // SAFETY: the arguments match `fhe_keyswitch_columns_t{tile}(const u64*, const signed
+        // char*, const unsigned char*, u64*, u32, u32, u32, u32)`, with `count <= tile`;
+        // `input` holds `count` ciphertexts of kN + 1 words (the kernel reads their bodies),
+        // `digits` count rows of `rows` bytes (a multiple of 16, as `tensor_keyswitch`
+        // checked), `key_bytes` 8 columns of `rows` bytes per output word, `output` count
+        // (n + 1) words, all of which the kernel writes; the shared memory is the count rows of
+        // digits and tile partial sums per thread, as it indexes (allowed at load for
+        // count = tile).
+        unsafe {
+            let launch = input
+                .pass(self.gpu.launch(kernel, grid))
+                .buffer(digits)
+                .buffer(key_bytes);
+            output
+                .pass(launch)
+                .value(&count)
+                .value(&in_dim)
+                .value(&out_width)
+                .value(&rows)
+                .run()?;
+        }
+        Ok(())
     }
 
     /// The key switch of `count` ciphertexts in `input` into the zeroed `output` on the
     /// tensor cores: digits, then their product with the key bytes.
     fn keyswitch_on_tensor_cores(
         &self,
-        tensor: &TensorKeyswitch,
+        bytes: &ByteKeyswitch,
         key_bytes: &DeviceBuffer<u8>,
         input: &DeviceBuffer<u64>,
         output: &mut DeviceBuffer<u64>,
         count: usize,
     ) -> Result<(), Error> {
-        let shape = shape_of(&self.params);
         let rows = keyswitch_rows(&self.params);
         let in_dim = self.params.big_lwe_dimension().0;
         let out_width = self.params.lwe_dimension().0 + 1;
         let padded_count = count.next_multiple_of(KSM_CIPHERTEXTS);
-        let mut digits = self.gpu.alloc_zeroed::<i8>(padded_count * rows)?;
+        let digits =
+            self.keyswitch_digits(&bytes.digits, Words::Device(input), count, padded_count)?;
         let count_u32 = to_u32(count);
-        // SAFETY: the arguments match `fhe_keyswitch_digits(FheShape, const u64*, signed
-        // char*, u32)`; `input` holds `count` ciphertexts of kN + 1 words and `digits` at least
-        // count kN l bytes, the bounds of the kernel's grid-stride loop.
-        unsafe {
-            self.gpu
-                .launch(
-                    &tensor.digits,
-                    Grid::cover((count * in_dim) as u64, ELEMENTWISE_THREADS),
-                )
-                .value(&shape)
-                .buffer(input)
-                .buffer_mut(&mut digits)
-                .value(&count_u32)
-                .run()?;
-        }
         let column_blocks = to_u32(key_bytes.len() / rows / KSM_COLUMNS);
         let grid = Grid {
             blocks: column_blocks * to_u32(padded_count / KSM_CIPHERTEXTS),
@@ -1044,7 +1188,7 @@ impl Cuda {
         // below `count` and words below `out_width`.
         unsafe {
             self.gpu
-                .launch(&tensor.product, grid)
+                .launch(&bytes.product, grid)
                 .buffer(&digits)
                 .buffer(key_bytes)
                 .buffer(input)
@@ -1295,6 +1439,12 @@ fn keyswitch_shared_bytes(params: &Parameters, tile: u32) -> usize {
 /// Key-switching key rows: `k N l`, one per input coefficient and level.
 fn keyswitch_rows(params: &Parameters) -> usize {
     params.big_lwe_dimension().0 * params.ks_decomposition().level_count.0
+}
+
+/// Dynamic shared memory of `fhe_keyswitch_columns_t{tile}` on `count` ciphertexts: their
+/// digits (one byte per key row), then `tile` partial sums per thread.
+fn keyswitch_columns_shared_bytes(params: &Parameters, tile: usize, count: usize) -> usize {
+    count * keyswitch_rows(params) + tile * KS_COLUMN_THREADS as usize * 8
 }
 
 /// Whether batches can key-switch on the int8 tensor cores (`fhe_keyswitch_mma`): digits of a

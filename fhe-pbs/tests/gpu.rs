@@ -100,9 +100,10 @@ fn keyswitch_is_bit_exact() {
                 s.name
             );
         }
-        // Either side of the largest run kept in host memory (16) and of the tensor-core key
-        // switch's threshold (64), with partial tiles of 128 ciphertexts.
-        for size in [3usize, 9, 16, 17, 37, 64, 130, 300] {
+        // Every tile of the key switch by key columns (1, 4 and 16 ciphertexts, partly
+        // filled), either side of the largest run kept in host memory (16) and of the
+        // tensor-core key switch's threshold (64), with partial tiles of 128 ciphertexts.
+        for size in [2usize, 3, 4, 5, 9, 16, 17, 37, 64, 130, 300] {
             let inputs: Vec<LweCiphertext> = (0..size).map(|_| random_lwe(&mut rng, big)).collect();
             let got = s.gpu.keyswitch_batch(&inputs).unwrap();
             assert_eq!(got.len(), size);

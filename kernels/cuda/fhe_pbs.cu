@@ -420,6 +420,97 @@ extern "C" __global__ void __launch_bounds__(KSM_THREADS)
 }
 
 // ---------------------------------------------------------------------------------------
+// Key switch of a few ciphertexts by key columns: from the digits of fhe_keyswitch_digits and
+// the byte-split key K' above, in which output word w's 8 columns (its bytes t = 0 to 7, `rows`
+// bytes each) lie one after the other. Block b computes words b, b + grid, ... of every
+// ciphertext: each thread takes 16 rows at a time, the 16 bytes of each of the 8 columns and
+// the 16 digits of each ciphertext, 4 dp4a (int8 digit times u8 key byte) per column, exact
+// int32 sums as in the tensor-core kernel, folded into one u64 partial sum per ciphertext
+// (sum_t 2^(8t) s_t mod 2^64); the block then adds its threads' partial sums. Each output
+// word is written once: no atomics and no zeroed output. The digits (`count rows` bytes) are
+// staged in shared memory once per block, and each key byte is read once per call.
+
+#define KSC_THREADS 256
+
+// a . b + c over four byte lanes, a's bytes signed and b's unsigned.
+__device__ __forceinline__ int dp4a_s8_u8(int a, u32 b, int c) {
+    int d;
+    asm("dp4a.s32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+
+// T: the most ciphertexts (count <= T); shared memory: count rows digit bytes, then T
+// KSC_THREADS u64 partial sums.
+template <int T>
+__device__ __forceinline__ void keyswitch_columns(const u64 *__restrict__ input,
+                                                  const signed char *__restrict__ digits,
+                                                  const unsigned char *__restrict__ key_bytes,
+                                                  u64 *__restrict__ output, u32 count,
+                                                  u32 in_dim, u32 out_width, u32 rows) {
+    extern __shared__ int4 ksc_shared[];
+    const u32 chunks = rows / 16;  // of 16 rows
+    int4 *const digits_s = ksc_shared;                                   // [count][chunks]
+    u64 *const partial = (u64 *)(digits_s + (u64)count * chunks);        // [T][KSC_THREADS]
+    const u32 warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int4 *digit_chunks = (const int4 *)digits;
+    for (u32 c = threadIdx.x; c < count * chunks; c += KSC_THREADS) digits_s[c] = digit_chunks[c];
+    __syncthreads();
+    for (u32 w = blockIdx.x; w < out_width; w += gridDim.x) {
+        const uint4 *column = (const uint4 *)(key_bytes + (u64)w * 8 * rows);
+        u64 acc[T];
+#pragma unroll
+        for (int ct = 0; ct < T; ct++) acc[ct] = 0;
+#pragma unroll 2
+        for (u32 c = threadIdx.x; c < chunks; c += KSC_THREADS) {
+            uint4 k[8];  // the 8 columns' bytes of rows 16c to 16c + 15, read once per call
+#pragma unroll
+            for (int t = 0; t < 8; t++) k[t] = __ldcs(column + t * chunks + c);
+#pragma unroll
+            for (int ct = 0; ct < T; ct++) {
+                if (ct >= (int)count) break;
+                const int4 d = digits_s[ct * chunks + c];
+#pragma unroll
+                for (int t = 0; t < 8; t++) {
+                    int s = dp4a_s8_u8(d.x, k[t].x, 0);
+                    s = dp4a_s8_u8(d.y, k[t].y, s);
+                    s = dp4a_s8_u8(d.z, k[t].z, s);
+                    s = dp4a_s8_u8(d.w, k[t].w, s);
+                    acc[ct] += (u64)(i64)s << (8 * t);
+                }
+            }
+        }
+#pragma unroll
+        for (int ct = 0; ct < T; ct++) partial[ct * KSC_THREADS + threadIdx.x] = acc[ct];
+        __syncthreads();
+        for (u32 ct = warp; ct < count; ct += KSC_THREADS / 32) {
+            u64 sum = 0;
+            for (u32 j = lane; j < KSC_THREADS; j += 32) sum += partial[ct * KSC_THREADS + j];
+#pragma unroll
+            for (int m = 16; m > 0; m /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, m);
+            if (lane == 0) {
+                u64 v = 0ull - sum;
+                if (w == out_width - 1) v += input[(u64)ct * (in_dim + 1) + in_dim];
+                output[(u64)ct * out_width + w] = v;
+            }
+        }
+        __syncthreads();  // the partial sums are read before the next word's are stored
+    }
+}
+
+#define FHE_DEFINE_KEYSWITCH_COLUMNS(T)                                                       \
+    extern "C" __global__ void __launch_bounds__(KSC_THREADS) fhe_keyswitch_columns_t##T(    \
+        const u64 *__restrict__ input, const signed char *__restrict__ digits,                \
+        const unsigned char *__restrict__ key_bytes, u64 *__restrict__ output, u32 count,     \
+        u32 in_dim, u32 out_width, u32 rows) {                                                \
+        keyswitch_columns<T>(input, digits, key_bytes, output, count, in_dim, out_width,      \
+                             rows);                                                           \
+    }
+
+FHE_DEFINE_KEYSWITCH_COLUMNS(1)
+FHE_DEFINE_KEYSWITCH_COLUMNS(4)
+FHE_DEFINE_KEYSWITCH_COLUMNS(16)
+
+// ---------------------------------------------------------------------------------------
 // Complex f64 arithmetic and the shared-memory FFTs.
 
 __device__ __forceinline__ double2 cadd(double2 a, double2 b) {
