@@ -1372,6 +1372,10 @@ fn stage_table<'a>(
     Ok(staged)
 }
 
+/// Below this many words, [`stage_inputs`] and [`unpack`] copy on the calling thread: handing
+/// a small copy to rayon's pool (waking a worker thread) can cost more than the copy.
+const PARALLEL_COPY_MIN_WORDS: usize = 1 << 16;
+
 /// The page-locked buffer in `slot` (at least `capacity` words) holding the words of
 /// `ciphertexts` (all of one width, checked by [`Cuda::check`]) one after the other.
 fn stage_inputs<'a>(
@@ -1382,10 +1386,17 @@ fn stage_inputs<'a>(
 ) -> Result<&'a mut PinnedBuffer<u64>, Error> {
     let staged = pinned(gpu, slot, capacity)?;
     let width = ciphertexts.first().map_or(1, |ct| ct.as_slice().len());
-    staged.as_mut_slice()?[..ciphertexts.len() * width]
-        .par_chunks_mut(width)
-        .zip(ciphertexts.par_iter())
-        .for_each(|(dst, ct)| dst.copy_from_slice(ct.as_slice()));
+    let words = &mut staged.as_mut_slice()?[..ciphertexts.len() * width];
+    if words.len() < PARALLEL_COPY_MIN_WORDS {
+        for (dst, ct) in words.chunks_mut(width).zip(ciphertexts) {
+            dst.copy_from_slice(ct.as_slice());
+        }
+    } else {
+        words
+            .par_chunks_mut(width)
+            .zip(ciphertexts.par_iter())
+            .for_each(|(dst, ct)| dst.copy_from_slice(ct.as_slice()));
+    }
     Ok(staged)
 }
 
@@ -1398,7 +1409,11 @@ fn unpack(
     out: &mut Vec<Vec<u64>>,
 ) -> Result<(), Error> {
     let words = &outputs.as_slice()?[..len];
-    out.par_extend(words.par_chunks(width).map(<[u64]>::to_vec));
+    if len < PARALLEL_COPY_MIN_WORDS {
+        out.extend(words.chunks(width).map(<[u64]>::to_vec));
+    } else {
+        out.par_extend(words.par_chunks(width).map(<[u64]>::to_vec));
+    }
     Ok(())
 }
 
