@@ -979,13 +979,8 @@ impl Cuda {
         } else {
             input
         };
-        if pipeline == Pipeline::BlindRotate {
-            return self.blind_rotate_device(small, lut, count, output);
-        }
-        match self.blind_rotate_device(small, lut, count, Output::Device)? {
-            Some(glwe) => self.sample_extract_device(&glwe, count, output),
-            None => Ok(None),
-        }
+        let extract = pipeline != Pipeline::BlindRotate;
+        self.blind_rotate_device(small, lut, count, output, extract)
     }
 
     /// Key switch of `count` big-key ciphertexts on the device, into `output` where the
@@ -1204,21 +1199,26 @@ impl Cuda {
     }
 
     /// Blind rotation (the kernels switch the `count` ciphertexts in `small` to `2N` as they
-    /// read them); returns the `count` GLWE accumulators, or `None` when written to `output`.
+    /// read them), then with `extract` sample extraction; returns the `count` GLWE
+    /// accumulators (or with `extract` LWE samples), or `None` when written to `output`. The
+    /// cluster kernel extracts the samples itself, as it writes its outputs: one launch fewer.
     fn blind_rotate_device(
         &self,
         small: Words<'_>,
         lut: Words<'_>,
         count: usize,
         output: Output<'_>,
+        extract: bool,
     ) -> Result<Option<DeviceBuffer<u64>>, Error> {
         let k1 = self.params.glwe_dimension().0 + 1;
         let n = self.params.polynomial_size().0;
-        // SAFETY: both blind rotations write every word of every accumulator.
-        let mut glwe = unsafe { output.allocate(&self.gpu, count * k1 * n)? };
         let shape = shape_of(&self.params);
         match (&self.kernels.cluster, self.rotates_in_clusters(count)) {
             (Some(kernel), true) => {
+                let width = if extract { (k1 - 1) * n + 1 } else { k1 * n };
+                // SAFETY: the cluster kernel writes every word of every output.
+                let mut out = unsafe { output.allocate(&self.gpu, count * width)? };
+                let extract = u32::from(extract);
                 let grid = Grid {
                     blocks: to_u32(count * k1),
                     threads: to_u32(n / 2) >> CLUSTER_LOG_E,
@@ -1226,13 +1226,14 @@ impl Cuda {
                 };
                 // SAFETY: the arguments match
                 // `fhe_blind_rotate_cluster_k{K1}_n{N}_l{L}_b{B}(FheShape, const u64*,
-                // const u64*, const double2*, const double2*, const double2*, u64*)`
+                // const u64*, const double2*, const double2*, const double2*, u64*, u32)`
                 // with K1 = k + 1, N, L = l and B the base log of these parameters (the kernel
                 // was loaded for them, and its block is the `N/16` threads launched);
                 // `small` holds count (n + 1) words, `lut` N words, the key n (k + 1)^2 l N/2
                 // complex values, the twist N/2 and the staged twiddles N/2 - 1 complex values,
-                // `glwe` count (k + 1) N words; the grid has one cluster of k + 1 blocks per
-                // ciphertext, with the shared memory the kernel indexes (allowed at load).
+                // `out` count kN + 1 words when `extract` is set, else count (k + 1) N; the
+                // grid has one cluster of k + 1 blocks per ciphertext, with the shared memory
+                // the kernel indexes (allowed at load).
                 unsafe {
                     let launch = small.pass(self.gpu.launch(kernel, grid).value(&shape));
                     let launch = lut
@@ -1240,10 +1241,18 @@ impl Cuda {
                         .buffer(&self.keys.bsk)
                         .buffer(&self.keys.twist)
                         .buffer(&self.keys.twiddles_staged);
-                    glwe.pass(launch).run()?;
+                    out.pass(launch).value(&extract).run()?;
                 }
+                Ok(out.into_device())
             }
             _ => {
+                let (accumulators, samples) = if extract {
+                    (Output::Device, Some(output))
+                } else {
+                    (output, None)
+                };
+                // SAFETY: the amortized kernel writes every word of every accumulator.
+                let mut glwe = unsafe { accumulators.allocate(&self.gpu, count * k1 * n)? };
                 let layout = self.kernels.amortized_layout;
                 let acc_in_shared = u32::from(layout == AmortizedLayout::AllShared);
                 let mut global_digits = match self.global_digit_slots() {
@@ -1277,9 +1286,14 @@ impl Cuda {
                     }
                     .run()?;
                 }
+                match (glwe.into_device(), samples) {
+                    (Some(glwe), Some(samples)) => {
+                        self.sample_extract_device(&glwe, count, samples)
+                    }
+                    (glwe, _) => Ok(glwe),
+                }
             }
         }
-        Ok(glwe.into_device())
     }
 
     /// Whether the blind rotation of `count` ciphertexts runs on the cluster kernel rather

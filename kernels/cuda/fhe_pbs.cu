@@ -1647,7 +1647,7 @@ template <int K1, int LOG2M, int LEVELS, u32 B>
 __device__ __forceinline__ void blind_rotate_cluster(
     const FheShape &s, const u64 *__restrict__ small, const u64 *__restrict__ lut,
     const double2 *__restrict__ bsk, const double2 *__restrict__ twist,
-    const double2 *__restrict__ tw_staged, u64 *glwe) {
+    const double2 *__restrict__ tw_staged, u64 *out, u32 extract) {
     constexpr int LOG_E = FHE_CLUSTER_LOG_E;
     static_assert(LOG_E == 3, "the register stages hold 8 values per thread");
     constexpr int E = 1 << LOG_E;
@@ -1798,9 +1798,30 @@ __device__ __forceinline__ void blind_rotate_cluster(
     // may still read from or land in it; every incoming copy has landed (waited for), this
     // keeps the exits in step.
     cluster_barrier();
-    u64 *dst = glwe + (ct * K1 + rank) * (u64)N_POLY;
+    // With `extract`, the LWE sample of coefficient 0 (as fhe_sample_extract), kN + 1 words
+    // per ciphertext, instead of the accumulator. Its indices are read afresh (asm volatile):
+    // with the loop's values kept live until here, the compiler rematerialized some of them
+    // inside the CMux loop, 27 instructions more per CMux (+0.6% per bootstrap, measured on
+    // an H100).
+    if (extract) {
+        u32 block, thread;
+        asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(block));
+        asm volatile("mov.u32 %0, %%tid.x;" : "=r"(thread));
+        const u32 r = cluster_rank();
+        u64 *lwe = out + block / K1 * ((K1 - 1) * (u64)N_POLY + 1);
+        if (r < K1 - 1) {
 #pragma unroll
-    for (u32 t = threadIdx.x; t < N_POLY; t += THREADS) dst[t] = acc[t];
+            for (u32 t = thread; t < N_POLY; t += THREADS) {
+                lwe[r * N_POLY + t] = t == 0 ? acc[0] : 0ull - acc[N_POLY - t];
+            }
+        } else if (thread == 0) {
+            lwe[(K1 - 1) * N_POLY] = acc[0];
+        }
+    } else {
+        u64 *dst = out + (ct * K1 + rank) * (u64)N_POLY;
+#pragma unroll
+        for (u32 t = threadIdx.x; t < N_POLY; t += THREADS) dst[t] = acc[t];
+    }
 }
 
 extern "C" __global__ void __cluster_dims__(FHE_K1, 1, 1)
@@ -1808,8 +1829,9 @@ extern "C" __global__ void __cluster_dims__(FHE_K1, 1, 1)
         FHE_KERNEL_NAME(fhe_blind_rotate_cluster)(
             const FheShape s, const u64 *__restrict__ small, const u64 *__restrict__ lut,
             const double2 *__restrict__ bsk, const double2 *__restrict__ twist,
-            const double2 *__restrict__ tw_staged, u64 *glwe) {
+            const double2 *__restrict__ tw_staged, u64 *out, u32 extract) {
     blind_rotate_cluster<FHE_K1, FHE_LOG2M, FHE_LEVELS, FHE_BASE_LOG>(s, small, lut, bsk,
-                                                                      twist, tw_staged, glwe);
+                                                                      twist, tw_staged, out,
+                                                                      extract);
 }
 #endif
