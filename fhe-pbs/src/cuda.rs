@@ -17,18 +17,18 @@
 //!
 //! Per chunk of a batch (up to 4,096 ciphertexts; fewer when the free device memory or
 //! [`Cuda::with_max_chunk`] asks for it): one upload, then key switch (for `KS_PBS`), blind
-//! rotation (which switches the modulus of its inputs as it reads them), sample extraction,
-//! each one launch on one stream, then one download. No round trip to the host between the
-//! stages. The copies go through page-locked buffers and are queued like the kernels, so the
-//! host stages the next chunk and unpacks the previous one while the GPU works on this one.
-//! A run of at most 16 ciphertexts queues no copy at all: its first kernel reads the inputs,
-//! and the blind rotation the table, from the page-locked buffers in place, and the last
-//! kernel writes the outputs there (but a key switch alone that sums into device memory with
-//! atomics, where the key switch by key columns is not available, ends with a download, and
-//! the amortized blind rotation, which reads each ciphertext's words as its CMuxes need them,
-//! gets its inputs uploaded). Each copy queued
-//! cost about 10 us of host time on an H100 machine, during which a single ciphertext's GPU
-//! work could not start.
+//! rotation (which switches the modulus of its inputs as it reads them), sample extraction
+//! (by the cluster kernel itself as it writes its outputs, else a launch of its own), all on
+//! one stream, then one download. No round trip to the host between the stages. The copies
+//! go through page-locked buffers and are queued like the kernels, so the host stages the
+//! next chunk and unpacks the previous one while the GPU works on this one. A run of at most
+//! 16 ciphertexts queues no copy at all: its first kernel reads the inputs, and the blind
+//! rotation the table, from the page-locked buffers in place, and the last kernel writes the
+//! outputs there (but a key switch alone that sums into device memory with atomics, where
+//! the key switch by key columns is not available, ends with a download, and the amortized
+//! blind rotation, which reads each ciphertext's words as its CMuxes need them, gets its
+//! inputs uploaded). Each copy queued cost about 10 us of host time on an H100 machine,
+//! during which a single ciphertext's GPU work could not start.
 //!
 //! # FFT and key switch on the device
 //!
@@ -813,8 +813,9 @@ impl Cuda {
     /// first kernel reads the inputs there (unless it is the amortized blind rotation, which
     /// reads them one CMux at a time: they are uploaded), the blind rotation the table, and
     /// the last kernel writes the outputs there (except a key switch's summed with device
-    /// atomics, see [`Cuda::keyswitch_device`]), so that no copy is queued. On an H100 machine, each small copy cost
-    /// about 10 us of the host's time before the GPU could start (see BENCHMARKS.md).
+    /// atomics, see [`Cuda::keyswitch_device`]), so that no copy is queued. On an H100
+    /// machine, each small copy cost about 10 us of the host's time before the GPU could
+    /// start (see BENCHMARKS.md).
     ///
     /// A larger batch goes through in chunks of at most [`CHUNK_CIPHERTEXTS`] (fewer when the
     /// free device memory or [`Cuda::with_max_chunk`] says so), all queued on the one stream:
@@ -1000,7 +1001,8 @@ impl Cuda {
             if let Some((tile, kernel)) = bytes.columns.iter().find(|(tile, _)| count <= *tile) {
                 // SAFETY: the key switch by columns writes every word.
                 let mut target = unsafe { output.allocate(&self.gpu, count * out_width)? };
-                let digits = self.keyswitch_digits(&bytes.digits, input.reborrow(), count, 0)?;
+                let digits =
+                    self.keyswitch_digits(&bytes.digits, input.reborrow(), count, count)?;
                 self.keyswitch_by_columns(
                     (*tile, kernel),
                     key_bytes,
@@ -1063,8 +1065,8 @@ impl Cuda {
     }
 
     /// The key-switch digits of `count` ciphertexts in `input` as an int8 matrix (`count` rows
-    /// of `k N l` bytes, [`keyswitch_rows`], in the key's row order), with `padded_count - count`
-    /// zero rows after them (none for `padded_count` 0).
+    /// of `k N l` bytes, [`keyswitch_rows`], in the key's row order), then zero rows up to
+    /// `padded_count >= count`.
     fn keyswitch_digits(
         &self,
         kernel: &Kernel,

@@ -450,11 +450,13 @@ __device__ __forceinline__ void keyswitch_columns(const u64 *__restrict__ input,
                                                   u32 in_dim, u32 out_width, u32 rows) {
     extern __shared__ int4 ksc_shared[];
     const u32 chunks = rows / 16;  // of 16 rows
-    int4 *const digits_s = ksc_shared;                                   // [count][chunks]
-    u64 *const partial = (u64 *)(digits_s + (u64)count * chunks);        // [T][KSC_THREADS]
+    int4 *const digits_s = ksc_shared;                             // [count][chunks]
+    u64 *const partial = (u64 *)(digits_s + (u64)count * chunks);  // [T][KSC_THREADS]
     const u32 warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int4 *digit_chunks = (const int4 *)digits;
-    for (u32 c = threadIdx.x; c < count * chunks; c += KSC_THREADS) digits_s[c] = digit_chunks[c];
+    for (u32 c = threadIdx.x; c < count * chunks; c += KSC_THREADS) {
+        digits_s[c] = digit_chunks[c];
+    }
     __syncthreads();
     for (u32 w = blockIdx.x; w < out_width; w += gridDim.x) {
         const uint4 *column = (const uint4 *)(key_bytes + (u64)w * 8 * rows);
