@@ -984,9 +984,10 @@ impl Cuda {
         self.blind_rotate_device(small, lut, count, output, extract)
     }
 
-    /// Key switch of `count` big-key ciphertexts on the device, into `output` where the
-    /// kernel writes each word once (by key columns), else into a new zeroed device buffer
-    /// (the other kernels sum into it with atomics).
+    /// Key switch of `count` big-key ciphertexts on the device: by the key's bytes (by key
+    /// columns for a few, on the tensor cores for batches) into `output`, each word written
+    /// once; else into a new zeroed device buffer, which the other kernels sum into with
+    /// atomics.
     fn keyswitch_device<'a>(
         &self,
         mut input: Words<'_>,
@@ -998,31 +999,38 @@ impl Cuda {
         if let (Some(bytes), Some(key_bytes)) =
             (&self.kernels.keyswitch_bytes, &self.keys.ksk_bytes)
         {
-            if let Some((tile, kernel)) = bytes.columns.iter().find(|(tile, _)| count <= *tile) {
-                // SAFETY: the key switch by columns writes every word.
+            let columns = bytes.columns.iter().find(|(tile, _)| count <= *tile);
+            if columns.is_some() || count >= KS_TENSOR_MIN_COUNT {
+                // SAFETY: both key switches by the key's bytes write every word.
                 let mut target = unsafe { output.allocate(&self.gpu, count * out_width)? };
+                let padded_count = match columns {
+                    Some(_) => count,
+                    None => count.next_multiple_of(KSM_CIPHERTEXTS),
+                };
                 let digits =
-                    self.keyswitch_digits(&bytes.digits, input.reborrow(), count, count)?;
-                self.keyswitch_by_columns(
-                    (*tile, kernel),
-                    key_bytes,
-                    &digits,
-                    input,
-                    count,
-                    &mut target,
-                )?;
+                    self.keyswitch_digits(&bytes.digits, input.reborrow(), count, padded_count)?;
+                match columns {
+                    Some((tile, kernel)) => self.keyswitch_by_columns(
+                        (*tile, kernel),
+                        key_bytes,
+                        &digits,
+                        input,
+                        count,
+                        &mut target,
+                    )?,
+                    None => self.keyswitch_on_tensor_cores(
+                        &bytes.product,
+                        key_bytes,
+                        &digits,
+                        input,
+                        count,
+                        &mut target,
+                    )?,
+                }
                 return Ok(target);
             }
         }
         let mut output = self.gpu.alloc_zeroed::<u64>(count * out_width)?;
-        if let (Words::Device(input), true) = (&input, count >= KS_TENSOR_MIN_COUNT) {
-            if let (Some(bytes), Some(key_bytes)) =
-                (&self.kernels.keyswitch_bytes, &self.keys.ksk_bytes)
-            {
-                self.keyswitch_on_tensor_cores(bytes, key_bytes, input, &mut output, count)?;
-                return Ok(Target::Device(output));
-            }
-        }
         let in_dim = self.params.big_lwe_dimension().0 as u32;
         let word_blocks = to_u32(out_width).div_ceil(KS_THREADS);
         let (kernel, tile) = match &self.kernels.keyswitch_large {
@@ -1153,22 +1161,22 @@ impl Cuda {
         Ok(())
     }
 
-    /// The key switch of `count` ciphertexts in `input` into the zeroed `output` on the
-    /// tensor cores: digits, then their product with the key bytes.
+    /// The key switch of `count` ciphertexts on the tensor cores (`fhe_keyswitch_mma`) from
+    /// their `digits` ([`Cuda::keyswitch_digits`], padded to whole tiles of
+    /// [`KSM_CIPHERTEXTS`]) into `output`.
     fn keyswitch_on_tensor_cores(
         &self,
-        bytes: &ByteKeyswitch,
+        kernel: &Kernel,
         key_bytes: &DeviceBuffer<u8>,
-        input: &DeviceBuffer<u64>,
-        output: &mut DeviceBuffer<u64>,
+        digits: &DeviceBuffer<i8>,
+        input: Words<'_>,
         count: usize,
+        output: &mut Target<'_>,
     ) -> Result<(), Error> {
         let rows = keyswitch_rows(&self.params);
         let in_dim = self.params.big_lwe_dimension().0;
         let out_width = self.params.lwe_dimension().0 + 1;
-        let padded_count = count.next_multiple_of(KSM_CIPHERTEXTS);
-        let digits =
-            self.keyswitch_digits(&bytes.digits, Words::Device(input), count, padded_count)?;
+        let padded_count = digits.len() / rows;
         let count_u32 = to_u32(count);
         let column_blocks = to_u32(key_bytes.len() / rows / KSM_COLUMNS);
         let grid = Grid {
@@ -1181,15 +1189,16 @@ impl Cuda {
         // char*, const u64*, u64*, u32, u32, u32, u32, u32)`; `digits` holds `padded_count`
         // rows and `key_bytes` `column_blocks` KSM_N columns of `rows` bytes (a multiple of
         // KSM_K, checked by `tensor_keyswitch`), which the grid's tiles cover exactly; the
-        // kernel reads body words of `input` and writes `output` words only for ciphertexts
-        // below `count` and words below `out_width`.
+        // kernel reads body words of `input` and writes every `output` word (ciphertexts
+        // below `count`, words below `out_width`) once.
         unsafe {
-            self.gpu
-                .launch(&bytes.product, grid)
-                .buffer(&digits)
-                .buffer(key_bytes)
-                .buffer(input)
-                .buffer_mut(output)
+            let launch = self
+                .gpu
+                .launch(kernel, grid)
+                .buffer(digits)
+                .buffer(key_bytes);
+            output
+                .pass(input.pass(launch))
                 .value(&count_u32)
                 .value(&in_dim)
                 .value(&out_width)
