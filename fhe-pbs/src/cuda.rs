@@ -87,7 +87,10 @@
 //!   fence per CMux. Each block's key rows of a CMux (contiguous in the key) come into shared
 //!   memory by one bulk copy, asked for at the start of the CMux (and into L2 one CMux ahead),
 //!   so that they land during the decomposition, which leaves shared memory mostly idle, not
-//!   during the FFT passes. Clusters rather than a cooperative grid because the
+//!   during the FFT passes. The prologue switches the `n` mask words to `2N` into shared
+//!   memory, so that the CMux loop reads no global memory: the proxy fence before each
+//!   digit copy waits for every access a thread has in flight, and a mask word loaded one
+//!   CMux ahead was one of them. Clusters rather than a cooperative grid because the
 //!   blocks of a cluster are co-scheduled and reach each other's shared memory directly,
 //!   while a grid sync goes through global memory atomics over the whole grid, which alone
 //!   would take most of the 2 us budget of a CMux. Where clusters are not available (older
@@ -1554,8 +1557,9 @@ fn amortized_shared_bytes(params: &Parameters, layout: AmortizedLayout) -> usize
 /// Dynamic shared memory of a cluster block: two parities of `k` receive slots of `l`
 /// Fourier polynomials (one slot per other block), one polynomial for the FFT passes, one
 /// accumulator polynomial of `N` words, the block's `(k + 1) l` key rows of one CMux (`N/2`
-/// complex values each) and the mbarriers: one for the key rows, two (the parities) per warp
-/// for the digits (`N/16` threads, `N/512` warps).
+/// complex values each), the mbarriers: one for the key rows, two (the parities) per warp
+/// for the digits (`N/16` threads, `N/512` warps), and the `n` mask words switched to `2N`
+/// (4 bytes each).
 fn cluster_shared_bytes(params: &Parameters) -> usize {
     let k1 = params.glwe_dimension().0 + 1;
     let n = params.polynomial_size().0;
@@ -1564,7 +1568,8 @@ fn cluster_shared_bytes(params: &Parameters) -> usize {
     let received = 2 * (k1 - 1) * levels * slots;
     let key_rows = k1 * levels * n / 2;
     let mbarriers = 1 + 2 * (n / 512);
-    (received + slots + key_rows) * 16 + n * 8 + mbarriers * 8
+    let mask_words = params.lwe_dimension().0;
+    (received + slots + key_rows) * 16 + n * 8 + mbarriers * 8 + mask_words * 4
 }
 
 /// Lets `kernel` use `bytes` of dynamic shared memory, or explains why it cannot.

@@ -1426,9 +1426,17 @@ FHE_DEFINE_AMORTIZED(FHE_KERNEL_NAME(fhe_blind_rotate_amortized_shared), true)
 //
 // Each thread keeps its twiddles (TwiddleRegisters: the FFT passes run as radix-8 butterflies)
 // and its twist, folded into the first pass's twiddles (OwnCoefficients), in registers for
-// the whole bootstrap, so that the CMux loop reads global memory only for the next a_i.
-// (Measured on an H100: the twist read from global memory in the decomposition and the
-// untwisting, 16 loads per thread and CMux, cost 6% of a KS+PBS.)
+// the whole bootstrap, and the prologue switches the n mask words a_i to 2N into shared
+// memory, so that the CMux loop reads no global memory at all. (Measured on an H100: the
+// twist read from global memory in the decomposition and the untwisting, 16 loads per thread
+// and CMux, cost 6% of a KS+PBS.) That matters for the proxy fence before the digits' copy:
+// it compiles to MEMBAR.ALL.CTA, which waits for every memory access the thread has in
+// flight, so it waited for the global load of the next a_i, and it waits for the loads of
+// the last pass's inputs when it follows them. It comes right after the stores of the pass
+// before, and the copy leaves before those loads. (Measured on an H100 with ncu, cycles per
+// bootstrap: the next a_i loaded from global memory at the start of each CMux and the fence
+// after the loads, 3.942 M; the fence before them, 3.925 M; the words from shared memory and
+// the fence after the loads, 3.914 to 3.926 M; both, 3.842 to 3.848 M.)
 
 // Values per FFT task of the cluster kernel: 8 (16 spill registers).
 #define FHE_CLUSTER_LOG_E 3
@@ -1684,6 +1692,7 @@ __device__ __forceinline__ void blind_rotate_cluster(
     double2 *const key_s = (double2 *)(acc + N_POLY);  // ROWS polynomials
     u64 *const key_ready = (u64 *)(key_s + ROWS * M);
     u64 *const digits_ready = key_ready + 1;  // [parity][warp]
+    u32 *const mask_switched = (u32 *)(digits_ready + 2 * WARPS);  // the n a_i, switched
     // This block's column of the key: polynomial `rank` of each GGSW row, the ROWS of them
     // contiguous (the host uploads each GGSW column by column), KEY_BYTES per CMux.
     constexpr u32 KEY_BYTES = ROWS * M * 16;
@@ -1698,6 +1707,9 @@ __device__ __forceinline__ void blind_rotate_cluster(
     }
     load_twiddles_together<THREADS, M - 1>(work, tw_staged);
     const u32 start = (2 * N_POLY - modulus_switch(in[n], LOG2M + 2)) & (2 * N_POLY - 1);
+    for (u32 t = threadIdx.x; t < n; t += THREADS) {
+        mask_switched[t] = modulus_switch(in[t], LOG2M + 2);
+    }
 #pragma unroll
     for (u32 k = 0; k < N_POLY / THREADS; k++) {  // compile-time bounds: the loads go together
         const u32 t = threadIdx.x + k * THREADS;
@@ -1723,10 +1735,10 @@ __device__ __forceinline__ void blind_rotate_cluster(
         remote_ready[o] = cluster_address(&digits_ready[warp], t);
     }
 
-    u64 a_word = in[0];
+    u32 a_next = n > 0 ? mask_switched[0] : 0;
     for (u32 i = 0; i < n; i++) {
-        const u32 a = modulus_switch(a_word, LOG2M + 2);
-        if (i + 1 < n) a_word = in[i + 1];  // in flight during this CMux
+        const u32 a = a_next;
+        if (i + 1 < n) a_next = mask_switched[i + 1];
         const u32 parity = i & 1;
         u64 *const ready = &digits_ready[parity * WARPS + warp];
         if (threadIdx.x == 0) {  // every warp read CMux i - 1's rows before the last barrier
@@ -1746,11 +1758,10 @@ __device__ __forceinline__ void blind_rotate_cluster(
             __syncthreads();
             fft_forward<LOG2M, LOG_E, THREADS, 1, true, LOG2M - LOG_E, P + LOG_E, true>(work,
                                                                                         tw);
-            double2 x[E];
-            load_last_pass<LOG2M>(work, x);
             // The last pass's inputs in this warp's own part of `work` (which only this warp
             // wrote and reads) go to every other block with the copy engine, which runs the
-            // last stages on them itself.
+            // last stages on them itself. The fence comes before this thread's loads of them
+            // (it waits for every access in flight).
             fence_proxy_async();
             __syncwarp();
             if (lane == 0) {
@@ -1761,6 +1772,8 @@ __device__ __forceinline__ void blind_rotate_cluster(
                                     WARP_VALUES * 16, remote_ready[o] + parity * WARPS * 8);
                 }
             }
+            double2 x[E];
+            load_last_pass<LOG2M>(work, x);
             forward_last_stages<LOG2M>(tw, x);
             if (level == 0) mbarrier_wait(key_ready, parity);
             const double2 *key_row = key_s + (level * K1 + rank) * M;

@@ -2,12 +2,12 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::sys::{CUevent_flags, CUfunction_attribute};
+use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{
-    CudaEvent, CudaFunction, CudaStream, DeviceRepr, LaunchArgs, LaunchConfig, PushKernelArg,
+    CudaFunction, CudaStream, DeviceRepr, LaunchArgs, LaunchConfig, PushKernelArg,
 };
 
-use crate::buffer::{DeviceBuffer, PinnedBuffer};
+use crate::buffer::{Completion, DeviceBuffer, PinnedBuffer};
 use crate::error::Result;
 
 /// A kernel function loaded on one device, from [`crate::Gpu::kernel`].
@@ -98,7 +98,7 @@ pub struct Launch<'a> {
     args: LaunchArgs<'a>,
     grid: Grid,
     /// The `in_use_until` of every page-locked buffer passed, set at `run`.
-    pinned: Vec<&'a mut Option<Arc<CudaEvent>>>,
+    pinned: Vec<&'a mut Option<Arc<Completion>>>,
 }
 
 impl<'a> Launch<'a> {
@@ -154,10 +154,7 @@ impl<'a> Launch<'a> {
         // contract); every argument borrows its value for 'a, past the launch call.
         unsafe { self.args.launch(self.grid.config()) }?;
         if !self.pinned.is_empty() {
-            let done = Arc::new(
-                self.stream
-                    .record_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))?,
-            );
+            let done = Completion::record(self.stream)?;
             for in_use_until in self.pinned {
                 *in_use_until = Some(Arc::clone(&done));
             }
