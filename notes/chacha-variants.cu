@@ -1,5 +1,5 @@
 // Variant lab for the ChaCha kernels, outside the workspace build (see notes/chacha.md).
-// On a GPU machine: nvcc -O3 -arch=sm_90 -std=c++17 -I kernels/cuda -o lab notes/chacha-variants.cu && ./lab
+// On a GPU machine: nvcc -O3 -arch=sm_90 -std=c++17 -I kernels/cuda -I prp/cuda -o lab notes/chacha-variants.cu && ./lab
 #include <cstdio>
 #include <cstdlib>
 #include <vector>

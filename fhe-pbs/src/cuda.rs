@@ -1,4 +1,4 @@
-//! The CUDA backend: the kernels of `kernels/cuda/fhe_pbs.cu`, run through `kernels`.
+//! The CUDA backend: the kernels of `fhe-pbs/cuda/fhe_pbs.cu`, run through `kernels`.
 //!
 //! # Keys on the device
 //!
@@ -106,8 +106,9 @@
 use std::f64::consts::PI;
 use std::sync::{Arc, Mutex};
 
+use crate::source;
 use kernels::source::Module;
-use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, Launch, PinnedBuffer, source};
+use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, Launch, PinnedBuffer};
 use rayon::prelude::*;
 
 use crate::Bootstrapper;
@@ -1466,6 +1467,7 @@ fn specialized_module(k1: usize, n: usize, levels: usize, base_log: usize) -> Mo
     let module = Module {
         name: Box::leak(name.into_boxed_str()),
         source: Box::leak(text.into_boxed_str()),
+        headers: source::FHE_PBS.headers,
     };
     modules.push(module);
     module

@@ -145,6 +145,8 @@ pub mod modswitch;
 pub mod params;
 pub mod polynomial;
 mod rng;
+#[cfg(feature = "cuda")]
+pub mod source;
 
 pub use bootstrap_key::BootstrapKey;
 pub use cpu::{BlindRotationMode, Cpu};

@@ -16,7 +16,7 @@ use cudarc::nvrtc::sys as nvrtc;
 use sha2::{Digest, Sha256};
 
 use crate::error::{GpuError, Result};
-use crate::source::{HEADERS, Module};
+use crate::source::Module;
 
 /// Options passed to NVRTC besides the architecture.
 const OPTIONS: &[&str] = &["--std=c++17"];
@@ -163,18 +163,20 @@ impl Program {
         };
         let source = cstring(module.source)?;
         let name = cstring(&format!("{}.cu", module.name))?;
-        let header_texts = HEADERS
+        let header_texts = module
+            .headers
             .iter()
-            .map(|(_, text)| cstring(text))
+            .map(|h| cstring(h.text))
             .collect::<Result<Vec<_>>>()?;
-        let header_names = HEADERS
+        let header_names = module
+            .headers
             .iter()
-            .map(|(name, _)| cstring(name))
+            .map(|h| cstring(h.name))
             .collect::<Result<Vec<_>>>()?;
         let text_ptrs: Vec<*const c_char> = header_texts.iter().map(|s| s.as_ptr()).collect();
         let name_ptrs: Vec<*const c_char> = header_names.iter().map(|s| s.as_ptr()).collect();
         let mut handle: nvrtc::nvrtcProgram = std::ptr::null_mut();
-        let header_count = c_int::try_from(HEADERS.len()).unwrap_or(c_int::MAX);
+        let header_count = c_int::try_from(module.headers.len()).unwrap_or(c_int::MAX);
         // SAFETY: every pointer refers to a NUL-terminated string alive for this call; NVRTC
         // copies the sources and headers into the program it creates.
         let result = unsafe {
@@ -285,6 +287,39 @@ pub fn compile_module(module: &Module, cc: ComputeCapability) -> Result<Vec<u8>>
     compile_for(module, target)
 }
 
+/// The architectures every module is checked to compile for ([`check_modules`]): Ampere
+/// (A100, 8.0) and Hopper (H100 and H200, 9.0).
+pub const CHECKED_ARCHITECTURES: [ComputeCapability; 2] =
+    [ComputeCapability::new(8, 0), ComputeCapability::new(9, 0)];
+
+/// Compiles every module for every [`CHECKED_ARCHITECTURES`] entry, with no cache, and
+/// returns the size of each machine-code image: the NVRTC compile check each crate runs on
+/// its own modules. A module whose includes name no header of its own is an error before
+/// NVRTC runs. Needs NVRTC but no GPU.
+pub fn check_modules(modules: &[Module]) -> Result<Vec<(&'static str, ComputeCapability, usize)>> {
+    let mut sizes = Vec::new();
+    for module in modules {
+        let missing = module.unresolved_includes();
+        if !missing.is_empty() {
+            return Err(GpuError::Compile {
+                module: module.name.to_owned(),
+                log: format!("includes {missing:?}, which are not among the module's headers"),
+            });
+        }
+        for cc in CHECKED_ARCHITECTURES {
+            let image = compile_module(module, cc)?;
+            if !image.starts_with(b"\x7fELF") {
+                return Err(GpuError::Compile {
+                    module: module.name.to_owned(),
+                    log: format!("NVRTC did not return a cubin for {cc}"),
+                });
+            }
+            sizes.push((module.name, cc, image.len()));
+        }
+    }
+    Ok(sizes)
+}
+
 /// Where compiled images are cached, or `None` when caching is off.
 pub fn cache_dir() -> Option<PathBuf> {
     let off = std::env::var("KERNELS_CACHE")
@@ -320,9 +355,9 @@ fn cache_key(module: &Module, target: Target) -> Result<String> {
     };
     field(module.name.as_bytes());
     field(module.source.as_bytes());
-    for (name, text) in HEADERS {
-        field(name.as_bytes());
-        field(text.as_bytes());
+    for header in module.headers {
+        field(header.name.as_bytes());
+        field(header.text.as_bytes());
     }
     field(format!("nvrtc {major}.{minor} {target} {OPTIONS:?}").as_bytes());
     let digest = hash.finalize();
@@ -409,6 +444,7 @@ mod tests {
     const PROBE: Module = Module {
         name: "cache_probe",
         source: "#include \"common.cuh\"\nextern \"C\" __global__ void probe(u32* out) { *out = 7; }\n",
+        headers: &[crate::source::COMMON],
     };
 
     fn cached_files(dir: &Path) -> Vec<PathBuf> {

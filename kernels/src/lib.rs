@@ -1,10 +1,13 @@
-//! The CUDA C++ kernels of the workspace and the GPU runtime the algorithm crates share.
+//! The GPU runtime the workspace's algorithm crates share, and the CUDA headers several of
+//! them include.
 //!
-//! This is the one crate that talks to CUDA. It provides:
+//! This is the one crate that talks to CUDA. Each algorithm crate owns its kernels (its
+//! `cuda/` folder, embedded with `include_str!`); this crate compiles and runs them:
 //!
-//! - [`source`]: the kernel sources (`kernels/cuda/*.cu`) and shared headers (`*.cuh`),
-//!   embedded with `include_str!`. Headers reach NVRTC in memory, so nothing is read from
-//!   the file system at run time and binaries can be copied to another machine.
+//! - [`source`]: what a kernel module is ([`source::Module`]: a `.cu` text and the
+//!   [`source::Header`]s it includes) and the one header every module includes,
+//!   [`source::COMMON`]. Headers reach NVRTC in memory, so nothing is read from the file
+//!   system at run time and binaries can be copied to another machine.
 //! - [`Gpu`]: a device handle (ordinal, name, compute capability, SM count, memory, one
 //!   stream), [`device_count`], kernel loading, [`Gpu::launch`], CUDA-event timing with
 //!   [`Gpu::time`], and typed [`DeviceBuffer`]s.
@@ -38,10 +41,20 @@
 //! ```no_run
 //! # #[cfg(feature = "cuda")]
 //! # fn main() -> Result<(), kernels::GpuError> {
-//! use kernels::{Grid, Gpu, source};
+//! use kernels::source::{COMMON, Module};
+//! use kernels::{Grid, Gpu};
+//!
+//! const FILL: Module = Module {
+//!     name: "fill_example",
+//!     source: r#"#include "common.cuh"
+//! extern "C" __global__ void fill(u32* out, u64 n) {
+//!     for (u64 i = global_thread_index(); i < n; i += grid_thread_count()) out[i] = (u32)i;
+//! }"#,
+//!     headers: &[COMMON],
+//! };
 //!
 //! let gpu = Gpu::first()?;
-//! let kernel = gpu.kernel(&source::CHACHA, "chacha8_digest")?;
+//! let kernel = gpu.kernel(&FILL, "fill")?;
 //! println!("{} uses {} registers on {}", kernel.name(), kernel.registers()?, gpu.info().name);
 //! let grid = Grid::per_sm(gpu.info().sm_count, 8, 256);
 //! # let _ = grid;
@@ -70,8 +83,8 @@ pub use error::{DriverError, GpuError, Result};
 pub use buffer::{DeviceBuffer, PinnedBuffer};
 #[cfg(feature = "cuda")]
 pub use compile::{
-    ComputeCapability, cache_dir, compile_module, compiler_present, compiler_version,
-    supported_architectures,
+    CHECKED_ARCHITECTURES, ComputeCapability, cache_dir, check_modules, compile_module,
+    compiler_present, compiler_version, supported_architectures,
 };
 #[cfg(feature = "cuda")]
 pub use cudarc::driver::{DeviceRepr, ValidAsZeroBits};

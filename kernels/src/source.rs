@@ -1,95 +1,93 @@
-//! The CUDA C++ sources, embedded in the binary so that nothing is read from disk at run time.
+//! CUDA C++ sources as NVRTC takes them: a [`Module`] (one `.cu` translation unit) and the
+//! [`Header`]s its `#include "name.cuh"` lines name, all embedded in the binary, so that
+//! nothing is read from the file system at run time.
 //!
-//! A [`Module`] is one `.cu` translation unit; its `#include "name.cuh"` lines resolve against
-//! [`HEADERS`], which NVRTC receives in memory with every compilation.
+//! Each algorithm crate owns its kernels (its `cuda/` folder) and defines its modules; this
+//! crate holds only the headers several crates share ([`COMMON`]). A crate whose device code
+//! others build on exports its headers as it exports its Rust API (prp's ChaCha header, which
+//! pir-hints includes).
 
-/// One CUDA C++ translation unit, compiled by NVRTC as a whole.
+/// One header a module may include, by the name its `#include "..."` line uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Header {
+    /// The include name (`common.cuh`).
+    pub name: &'static str,
+    /// The header text.
+    pub text: &'static str,
+}
+
+/// One CUDA C++ translation unit, compiled by NVRTC as a whole with its headers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Module {
-    /// Short name, used in error messages and cache file names (`chacha`).
+    /// Short name, used in error messages and cache file names (`chacha`); unique within a
+    /// process, since a [`Gpu`](crate::Gpu) keeps its loaded modules by name.
     pub name: &'static str,
     /// The `.cu` source text.
     pub source: &'static str,
+    /// Every header the source includes, directly or through another header.
+    pub headers: &'static [Header],
 }
 
-/// The shared headers every module may include, as `(include name, text)`.
-pub const HEADERS: &[(&str, &str)] = &[
-    ("common.cuh", include_str!("../cuda/common.cuh")),
-    ("chacha.cuh", include_str!("../cuda/chacha.cuh")),
-    ("bls12_381.cuh", include_str!("../cuda/bls12_381.cuh")),
-];
+impl Module {
+    /// The quoted includes of the source and its headers that name no header of
+    /// [`Module::headers`]: empty for a module NVRTC can compile.
+    pub fn unresolved_includes(&self) -> Vec<&'static str> {
+        let texts = std::iter::once(self.source).chain(self.headers.iter().map(|h| h.text));
+        let mut missing: Vec<&'static str> = texts
+            .flat_map(quoted_includes)
+            .filter(|include| self.headers.iter().all(|h| h.name != *include))
+            .collect();
+        missing.sort_unstable();
+        missing.dedup();
+        missing
+    }
+}
 
-/// Bulk ChaCha keystream and keystream-digest kernels for 8, 12 and 20 rounds.
-pub const CHACHA: Module = Module {
-    name: "chacha",
-    source: include_str!("../cuda/chacha.cu"),
+/// The names in the `#include "..."` lines of `text`.
+fn quoted_includes(text: &'static str) -> impl Iterator<Item = &'static str> {
+    text.lines().filter_map(|line| {
+        let rest = line.trim_start().strip_prefix("#include")?.trim();
+        rest.strip_prefix('"')?.split('"').next()
+    })
+}
+
+/// Fixed-width integer names (`u8`, `u32`, `u64`) and grid-index helpers, which every
+/// module includes (NVRTC has no C standard headers).
+pub const COMMON: Header = Header {
+    name: "common.cuh",
+    text: include_str!("../cuda/common.cuh"),
 };
-
-/// SwapOrNot, Sometimes-Recurse and multinomial-sampler kernels for 8, 12 and 20 rounds.
-pub const PRP: Module = Module {
-    name: "prp",
-    source: include_str!("../cuda/prp.cu"),
-};
-
-/// Rescue Prime Rp64_256: Merkle tree levels and row hashing.
-pub const MERKLE: Module = Module {
-    name: "merkle",
-    source: include_str!("../cuda/merkle.cu"),
-};
-
-/// PIR hints: subsets by exact median selection, RMS24's gather, Plinko's scatter.
-pub const PIR: Module = Module {
-    name: "pir",
-    source: include_str!("../cuda/pir.cu"),
-};
-
-/// BLS12-381 G1 multi-scalar multiplication: digit recoding, bucket sort, bucket accumulation
-/// and reduction, shifted-base precomputation.
-pub const MSM: Module = Module {
-    name: "msm",
-    source: include_str!("../cuda/msm.cu"),
-};
-
-/// TFHE (fhe-pbs): key switch, modulus switch, decomposition, sample extraction, and the
-/// blind rotation with its f64 negacyclic FFT, amortized (one block per bootstrap) and low
-/// latency (one thread-block cluster per bootstrap, sm_90 and newer).
-pub const FHE_PBS: Module = Module {
-    name: "fhe_pbs",
-    source: include_str!("../cuda/fhe_pbs.cu"),
-};
-
-/// Every kernel module of the workspace (the NVRTC compile test walks this list).
-pub const MODULES: &[Module] = &[CHACHA, PRP, MERKLE, PIR, MSM, FHE_PBS];
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Every quoted include of every module and header names an embedded header.
     #[test]
-    fn includes_resolve_to_embedded_headers() {
-        let texts = MODULES
-            .iter()
-            .map(|m| (m.name, m.source))
-            .chain(HEADERS.iter().copied());
-        for (name, text) in texts {
-            for line in text.lines() {
-                let Some(rest) = line.trim_start().strip_prefix("#include") else {
-                    continue;
-                };
-                let include = rest.trim().trim_matches('"');
-                assert!(
-                    HEADERS.iter().any(|(h, _)| *h == include),
-                    "{name} includes {include}, which is not in HEADERS"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn module_names_are_unique() {
-        for (i, a) in MODULES.iter().enumerate() {
-            assert!(MODULES[i + 1..].iter().all(|b| b.name != a.name));
-        }
+    fn unresolved_includes_names_what_is_missing() {
+        const CHILD: Header = Header {
+            name: "child.cuh",
+            text: "#pragma once\n#include \"common.cuh\"\n  #include \"grandchild.cuh\"\n",
+        };
+        let module = Module {
+            name: "probe",
+            source: "#include \"child.cuh\"\n#include <cstdio>\n__global__ void k() {}\n",
+            headers: &[CHILD],
+        };
+        assert_eq!(
+            module.unresolved_includes(),
+            ["common.cuh", "grandchild.cuh"]
+        );
+        let complete = Module {
+            headers: &[
+                CHILD,
+                COMMON,
+                Header {
+                    name: "grandchild.cuh",
+                    text: "",
+                },
+            ],
+            ..module
+        };
+        assert!(complete.unresolved_includes().is_empty());
     }
 }

@@ -5,7 +5,8 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use kernels::{Gpu, GpuError, Grid, source};
+use kernels::source::{COMMON, Module};
+use kernels::{Gpu, GpuError, Grid};
 
 /// Held by the tests that fill or empty the device's memory pool, which every handle in the
 /// process shares (the tests of one file run on parallel threads).
@@ -137,65 +138,82 @@ fn buffers_round_trip_and_oversized_allocations_fail_cleanly() {
     }
 }
 
+/// A module of the test's own: `fill(out, n, seed)` writes `out[i] = seed * i + 7` as a
+/// u32, for `i < n`, on any grid.
+const FILL: Module = Module {
+    name: "kernels_test_fill",
+    source: r#"#include "common.cuh"
+extern "C" __global__ void fill(u32* out, u64 n, u32 seed) {
+    for (u64 i = global_thread_index(); i < n; i += grid_thread_count()) {
+        out[i] = seed * (u32)i + 7u;
+    }
+}
+"#,
+    headers: &[COMMON],
+};
+
+fn filled(n: usize, seed: u32) -> Vec<u32> {
+    (0..n as u32)
+        .map(|i| seed.wrapping_mul(i).wrapping_add(7))
+        .collect()
+}
+
 #[test]
 #[ignore = "requires a CUDA GPU"]
 fn kernels_load_time_and_report_missing_names() {
     let gpu = Gpu::first().unwrap();
-    let kernel = gpu.kernel(&source::CHACHA, "chacha8_keystream").unwrap();
+    let kernel = gpu.kernel(&FILL, "fill").unwrap();
     assert!(kernel.registers().unwrap() > 0);
     assert!(matches!(
-        gpu.kernel(&source::CHACHA, "no_such_kernel"),
+        gpu.kernel(&FILL, "no_such_kernel"),
         Err(GpuError::Compile { .. })
     ));
 
-    let mut out = gpu.alloc_zeroed::<u8>(64 * 1000).unwrap();
-    let params = [0u32; 12];
-    let blocks = 1000u64;
+    let n = 64_001u64;
+    let seed = 0x9e37_79b9u32;
+    let mut out = gpu.alloc_zeroed::<u32>(n as usize).unwrap();
     let ((), elapsed) = gpu
         .time(|| {
             let launch = gpu
-                .launch(&kernel, Grid::cover(blocks, 256))
-                .value(&params)
-                .value(&blocks)
-                .buffer_mut(&mut out);
-            // SAFETY: chacha8_keystream(ChaChaStream = 12 words, u64, uint4*) with room for
-            // 1000 blocks.
+                .launch(&kernel, Grid::cover(n / 4, 256))
+                .buffer_mut(&mut out)
+                .value(&n)
+                .value(&seed);
+            // SAFETY: fill(u32*, u64, u32) with room for n words.
             unsafe { launch.run() }
         })
         .unwrap();
     assert!(elapsed.as_nanos() > 0);
-    let bytes = out.to_host().unwrap();
-    assert!(bytes.iter().any(|&b| b != 0));
+    assert_eq!(out.to_host().unwrap(), filled(n as usize, seed));
 }
 
 #[test]
 #[ignore = "requires a CUDA GPU"]
 fn kernels_write_page_locked_memory_in_place() {
     let gpu = Gpu::first().unwrap();
-    let kernel = gpu.kernel(&source::CHACHA, "chacha8_keystream").unwrap();
-    let params: [u32; 12] = std::array::from_fn(|i| 0x0101_0101 * i as u32 + 7);
-    let blocks = 333u64;
-    let mut device = gpu.alloc_zeroed::<u8>(64 * 333).unwrap();
-    let mut host = gpu.alloc_pinned::<u8>(64 * 333 + 5).unwrap();
-    // SAFETY: chacha8_keystream(ChaChaStream = 12 words, u64, uint4*) with room for 333
-    // blocks in both outputs.
+    let kernel = gpu.kernel(&FILL, "fill").unwrap();
+    let n = 333u64;
+    let seed = 12_345u32;
+    let mut device = gpu.alloc_zeroed::<u32>(n as usize).unwrap();
+    let mut host = gpu.alloc_pinned::<u32>(n as usize + 5).unwrap();
+    // SAFETY: fill(u32*, u64, u32) with room for n words in both outputs.
     unsafe {
-        gpu.launch(&kernel, Grid::cover(blocks, 256))
-            .value(&params)
-            .value(&blocks)
+        gpu.launch(&kernel, Grid::cover(n, 256))
             .buffer_mut(&mut device)
+            .value(&n)
+            .value(&seed)
             .run()
             .unwrap();
-        gpu.launch(&kernel, Grid::cover(blocks, 256))
-            .value(&params)
-            .value(&blocks)
+        gpu.launch(&kernel, Grid::cover(n, 256))
             .pinned(&mut host)
+            .value(&n)
+            .value(&seed)
             .run()
             .unwrap();
     }
     // as_slice waits for the kernel that writes the buffer in place.
     let written = host.as_slice().unwrap();
-    assert_eq!(written[..64 * 333], device.to_host().unwrap());
-    assert!(written[..64].iter().any(|&b| b != 0));
-    assert_eq!(written[64 * 333..], [0; 5]);
+    assert_eq!(written[..n as usize], filled(n as usize, seed));
+    assert_eq!(written[..n as usize], device.to_host().unwrap());
+    assert_eq!(written[n as usize..], [0; 5]);
 }

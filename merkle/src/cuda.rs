@@ -1,4 +1,4 @@
-//! The CUDA backend: the kernels of `kernels/cuda/merkle.cu`, run through `kernels`.
+//! The CUDA backend: the kernels of `merkle/cuda/merkle.cu`, run through `kernels`.
 //!
 //! A tree of `n` leaves lives on the device as its `2n`-digest node array, and each level is
 //! one launch. The permutation is compute-bound and long (about 110k instructions), so how a
@@ -13,7 +13,8 @@
 
 use std::sync::Arc;
 
-use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, ValidAsZeroBits, source};
+use crate::source;
+use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, ValidAsZeroBits};
 
 use crate::digest::Digest;
 use crate::error::Error;

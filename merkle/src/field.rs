@@ -201,7 +201,7 @@ mod tests {
     }
 
     /// The word-level Montgomery reduction of the GPU kernels (`mont_reduce` in
-    /// kernels/cuda/merkle.cu), step by step as its adds and carries run: it must equal
+    /// merkle/cuda/merkle.cu), step by step as its adds and carries run: it must equal
     /// [`mont_reduce`] up to p and be canonical, for products of canonical values (the kernels'
     /// precondition), including low halves that are zero or make `m1 + c` wrap.
     #[test]

@@ -55,6 +55,8 @@ mod error;
 mod field;
 mod proof;
 pub mod rescue;
+#[cfg(feature = "cuda")]
+pub mod source;
 mod tree;
 #[cfg(feature = "winter")]
 pub mod winter;

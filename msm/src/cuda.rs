@@ -1,5 +1,5 @@
-//! The CUDA backend: the kernels of `kernels/cuda/msm.cu` (field and curve arithmetic in
-//! `kernels/cuda/bls12_381.cuh`), run through `kernels`.
+//! The CUDA backend: the kernels of `msm/cuda/msm.cu` (field and curve arithmetic in
+//! `msm/cuda/bls12_381.cuh`), run through `kernels`.
 //!
 //! Everything from the scalars to the sum runs on the device, per scalar vector:
 //!
@@ -27,8 +27,9 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::source;
 use ark_ff::{BigInt, Field, Zero};
-use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, PinnedBuffer, ValidAsZeroBits, source};
+use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, PinnedBuffer, ValidAsZeroBits};
 use rayon::prelude::*;
 
 use crate::error::Error;

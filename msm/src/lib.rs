@@ -75,6 +75,8 @@ mod cpu;
 #[cfg(feature = "cuda")]
 mod cuda;
 mod error;
+#[cfg(feature = "cuda")]
+pub mod source;
 
 pub use ark_bls12_381::{Fr, G1Affine, G1Projective};
 pub use cpu::{Cpu, MAX_WINDOW_BITS};

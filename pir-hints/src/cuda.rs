@@ -1,4 +1,4 @@
-//! The CUDA backend: kernels of `kernels/cuda/pir.cu`, run through `kernels`.
+//! The CUDA backend: kernels of `pir-hints/cuda/pir.cu`, run through `kernels`.
 //!
 //! - Subsets: one thread block per hint finds the exact median of its `c` select values by a
 //!   four-pass radix select (8 bits a pass, the values regenerated from ChaCha each pass, so
@@ -21,7 +21,8 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, ValidAsZeroBits, source};
+use crate::source;
+use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, ValidAsZeroBits};
 use prp::Evaluator;
 use rayon::prelude::*;
 

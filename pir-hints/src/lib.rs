@@ -62,6 +62,8 @@ mod error;
 mod hints;
 mod keys;
 mod params;
+#[cfg(feature = "cuda")]
+pub mod source;
 mod subset;
 
 use std::ops::Range;

@@ -13,7 +13,7 @@ pub struct Key {
 }
 
 // SAFETY: a `#[repr(C)]` struct holding only `[u32; 8]`, laid out as `ChaChaKey` in
-// kernels/cuda/chacha.cuh (eight little-endian words).
+// prp/cuda/chacha.cuh (eight little-endian words).
 #[cfg(feature = "cuda")]
 unsafe impl kernels::DeviceRepr for Key {}
 

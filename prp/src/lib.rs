@@ -91,6 +91,8 @@ mod iprf;
 mod key;
 mod pmns;
 mod recurse;
+#[cfg(feature = "cuda")]
+pub mod source;
 mod swap_or_not;
 
 pub use chacha::{

@@ -1,4 +1,4 @@
-//! [`Evaluator`] on the GPU: kernels from `kernels/cuda/prp.cu`.
+//! [`Evaluator`] on the GPU: kernels from `prp/cuda/prp.cu`.
 //!
 //! - Random-access batches run one ChaCha block per value per round, the stage list and the
 //!   round keys (computed once per key, on the host) read through the read-only cache.
@@ -14,7 +14,8 @@
 //! All work is queued on the GPU handle's one stream; buffers dropped here are freed in stream
 //! order, after the kernels that use them.
 
-use kernels::{DeviceBuffer, DeviceRepr, Grid, Kernel, source};
+use crate::source;
+use kernels::{DeviceBuffer, DeviceRepr, Grid, Kernel};
 use zeroize::{Zeroize, Zeroizing};
 
 use super::Cuda;

@@ -1,11 +1,12 @@
-//! The CUDA backend: keystream kernels from `kernels/cuda/chacha.cu` (here) and the
-//! permutation kernels of `kernels/cuda/prp.cu` (`evaluate.rs`), run through `kernels`.
+//! The CUDA backend: keystream kernels from `prp/cuda/chacha.cu` (here) and the
+//! permutation kernels of `prp/cuda/prp.cu` (`evaluate.rs`), run through `kernels`.
 
 mod evaluate;
 
 use std::sync::{Arc, Mutex};
 
-use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, PinnedBuffer, source};
+use crate::source;
+use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, PinnedBuffer};
 use rayon::prelude::*;
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
