@@ -12,10 +12,10 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use cudarc::nvrtc::sys as nvrtc;
 use sha2::{Digest, Sha256};
 
 use crate::error::{GpuError, Result};
+use crate::nvrtc::{Nvrtc, NvrtcResult, nvrtc};
 use crate::source::Module;
 
 /// Options passed to NVRTC besides the architecture.
@@ -49,53 +49,51 @@ impl fmt::Display for ComputeCapability {
     }
 }
 
-/// Whether the NVRTC library can be loaded (without panicking, as cudarc would on first use).
+/// Whether NVRTC can be loaded (from wherever [`compiler_library`] finds it).
 pub fn compiler_present() -> bool {
-    static PRESENT: OnceLock<bool> = OnceLock::new();
-    // SAFETY: only tries to dlopen the library names cudarc would use; no symbol is called.
-    *PRESENT.get_or_init(|| unsafe { nvrtc::is_culib_present() })
+    nvrtc().is_ok()
 }
 
-fn require_compiler() -> Result<()> {
-    if compiler_present() {
-        Ok(())
-    } else {
-        Err(GpuError::NoCompiler)
-    }
+/// The NVRTC library in use: its full path, or the file name the dynamic linker resolved
+/// (`libnvrtc.so.12`) when it came from the library path. Errors with
+/// [`GpuError::NoCompiler`] (or [`GpuError::CompilerUnusable`]) saying what to install. The
+/// crate docs ("Finding NVRTC") list where it is looked for.
+pub fn compiler_library() -> Result<PathBuf> {
+    Ok(nvrtc()?.path.clone())
 }
 
-fn nvrtc_call(module: &str, call: &str, result: nvrtc::nvrtcResult) -> Result<()> {
-    if result == nvrtc::nvrtcResult::NVRTC_SUCCESS {
+fn nvrtc_call(nvrtc: &Nvrtc, module: &str, call: &str, result: NvrtcResult) -> Result<()> {
+    if result == 0 {
         Ok(())
     } else {
         Err(GpuError::Compile {
             module: module.to_owned(),
-            log: format!("{call} failed: {result:?}"),
+            log: format!("{call} failed: {}", nvrtc.error_name(result)),
         })
     }
 }
 
 /// The NVRTC version as `(major, minor)`.
 pub fn compiler_version() -> Result<(u32, u32)> {
-    require_compiler()?;
+    let nvrtc = nvrtc()?;
     let (mut major, mut minor): (c_int, c_int) = (0, 0);
     // SAFETY: NVRTC writes two ints through valid pointers.
-    let result = unsafe { nvrtc::nvrtcVersion(&mut major, &mut minor) };
-    nvrtc_call("-", "nvrtcVersion", result)?;
+    let result = unsafe { (nvrtc.version)(&mut major, &mut minor) };
+    nvrtc_call(nvrtc, "-", "nvrtcVersion", result)?;
     Ok((major.unsigned_abs(), minor.unsigned_abs()))
 }
 
 /// The real architectures this NVRTC can emit machine code for, ascending (`[75, 80, ..., 90]`).
 pub fn supported_architectures() -> Result<Vec<u32>> {
-    require_compiler()?;
+    let nvrtc = nvrtc()?;
     let mut count: c_int = 0;
     // SAFETY: NVRTC writes one int through a valid pointer.
-    let result = unsafe { nvrtc::nvrtcGetNumSupportedArchs(&mut count) };
-    nvrtc_call("-", "nvrtcGetNumSupportedArchs", result)?;
+    let result = unsafe { (nvrtc.get_num_supported_archs)(&mut count) };
+    nvrtc_call(nvrtc, "-", "nvrtcGetNumSupportedArchs", result)?;
     let mut archs: Vec<c_int> = vec![0; count.max(0).unsigned_abs() as usize];
     // SAFETY: the buffer holds exactly the number of entries NVRTC reported.
-    let result = unsafe { nvrtc::nvrtcGetSupportedArchs(archs.as_mut_ptr()) };
-    nvrtc_call("-", "nvrtcGetSupportedArchs", result)?;
+    let result = unsafe { (nvrtc.get_supported_archs)(archs.as_mut_ptr()) };
+    nvrtc_call(nvrtc, "-", "nvrtcGetSupportedArchs", result)?;
     let mut archs: Vec<u32> = archs.into_iter().map(c_int::unsigned_abs).collect();
     archs.sort_unstable();
     Ok(archs)
@@ -149,12 +147,14 @@ impl fmt::Display for Target {
 
 /// An NVRTC program, destroyed on drop.
 struct Program {
-    handle: nvrtc::nvrtcProgram,
+    nvrtc: &'static Nvrtc,
+    handle: crate::nvrtc::Program,
     module: &'static str,
 }
 
 impl Program {
     fn create(module: &Module) -> Result<Self> {
+        let nvrtc = nvrtc()?;
         let cstring = |text: &str| {
             CString::new(text).map_err(|_| GpuError::Compile {
                 module: module.name.to_owned(),
@@ -175,12 +175,12 @@ impl Program {
             .collect::<Result<Vec<_>>>()?;
         let text_ptrs: Vec<*const c_char> = header_texts.iter().map(|s| s.as_ptr()).collect();
         let name_ptrs: Vec<*const c_char> = header_names.iter().map(|s| s.as_ptr()).collect();
-        let mut handle: nvrtc::nvrtcProgram = std::ptr::null_mut();
+        let mut handle: crate::nvrtc::Program = std::ptr::null_mut();
         let header_count = c_int::try_from(module.headers.len()).unwrap_or(c_int::MAX);
         // SAFETY: every pointer refers to a NUL-terminated string alive for this call; NVRTC
         // copies the sources and headers into the program it creates.
         let result = unsafe {
-            nvrtc::nvrtcCreateProgram(
+            (nvrtc.create_program)(
                 &mut handle,
                 source.as_ptr(),
                 name.as_ptr(),
@@ -189,8 +189,9 @@ impl Program {
                 name_ptrs.as_ptr(),
             )
         };
-        nvrtc_call(module.name, "nvrtcCreateProgram", result)?;
+        nvrtc_call(nvrtc, module.name, "nvrtcCreateProgram", result)?;
         Ok(Self {
+            nvrtc,
             handle,
             module: module.name,
         })
@@ -205,27 +206,27 @@ impl Program {
         let count = c_int::try_from(option_ptrs.len()).unwrap_or(c_int::MAX);
         // SAFETY: the program is live and the options are NUL-terminated strings alive here.
         let result =
-            unsafe { nvrtc::nvrtcCompileProgram(self.handle, count, option_ptrs.as_ptr()) };
-        if result == nvrtc::nvrtcResult::NVRTC_SUCCESS {
+            unsafe { (self.nvrtc.compile_program)(self.handle, count, option_ptrs.as_ptr()) };
+        if result == 0 {
             return Ok(());
         }
         Err(GpuError::Compile {
             module: self.module.to_owned(),
-            log: self.log().unwrap_or_else(|| format!("{result:?}")),
+            log: self.log().unwrap_or_else(|| self.nvrtc.error_name(result)),
         })
     }
 
     fn log(&self) -> Option<String> {
         let mut size = 0usize;
         // SAFETY: the program is live; NVRTC writes the log size.
-        let result = unsafe { nvrtc::nvrtcGetProgramLogSize(self.handle, &mut size) };
-        if result != nvrtc::nvrtcResult::NVRTC_SUCCESS {
+        let result = unsafe { (self.nvrtc.get_program_log_size)(self.handle, &mut size) };
+        if result != 0 {
             return None;
         }
         let mut log = vec![0u8; size.max(1)];
         // SAFETY: the buffer is as large as NVRTC said the log is, NUL included.
-        let result = unsafe { nvrtc::nvrtcGetProgramLog(self.handle, log.as_mut_ptr().cast()) };
-        if result != nvrtc::nvrtcResult::NVRTC_SUCCESS {
+        let result = unsafe { (self.nvrtc.get_program_log)(self.handle, log.as_mut_ptr().cast()) };
+        if result != 0 {
             return None;
         }
         let text = CStr::from_bytes_until_nul(&log).ok()?;
@@ -238,27 +239,27 @@ impl Program {
         let (size_call, size_result) = match target {
             // SAFETY: the program is live and compiled; NVRTC writes the size.
             Target::Cubin(_) => ("nvrtcGetCUBINSize", unsafe {
-                nvrtc::nvrtcGetCUBINSize(self.handle, &mut size)
+                (self.nvrtc.get_cubin_size)(self.handle, &mut size)
             }),
             // SAFETY: as above.
             Target::Ptx(_) => ("nvrtcGetPTXSize", unsafe {
-                nvrtc::nvrtcGetPTXSize(self.handle, &mut size)
+                (self.nvrtc.get_ptx_size)(self.handle, &mut size)
             }),
         };
-        nvrtc_call(self.module, size_call, size_result)?;
+        nvrtc_call(self.nvrtc, self.module, size_call, size_result)?;
         let mut image = vec![0u8; size];
         let ptr = image.as_mut_ptr().cast::<c_char>();
         let (call, result) = match target {
             // SAFETY: the buffer holds the size NVRTC reported.
             Target::Cubin(_) => ("nvrtcGetCUBIN", unsafe {
-                nvrtc::nvrtcGetCUBIN(self.handle, ptr)
+                (self.nvrtc.get_cubin)(self.handle, ptr)
             }),
             // SAFETY: as above.
             Target::Ptx(_) => ("nvrtcGetPTX", unsafe {
-                nvrtc::nvrtcGetPTX(self.handle, ptr)
+                (self.nvrtc.get_ptx)(self.handle, ptr)
             }),
         };
-        nvrtc_call(self.module, call, result)?;
+        nvrtc_call(self.nvrtc, self.module, call, result)?;
         Ok(image)
     }
 }
@@ -267,7 +268,7 @@ impl Drop for Program {
     fn drop(&mut self) {
         // SAFETY: the handle came from nvrtcCreateProgram and is destroyed once. A failure here
         // would only leak the program.
-        let _ = unsafe { nvrtc::nvrtcDestroyProgram(&mut self.handle) };
+        let _ = unsafe { (self.nvrtc.destroy_program)(&mut self.handle) };
     }
 }
 
@@ -282,7 +283,7 @@ fn compile_for(module: &Module, target: Target) -> Result<Vec<u8>> {
 /// Compiles `module` to machine code for `cc` with no cache: what the NVRTC compile test and
 /// users checking a new kernel call. Needs NVRTC but no GPU.
 pub fn compile_module(module: &Module, cc: ComputeCapability) -> Result<Vec<u8>> {
-    require_compiler()?;
+    nvrtc()?;
     let target = Target::for_device(cc, module.name)?;
     compile_for(module, target)
 }
@@ -419,7 +420,7 @@ type ImageKey = (&'static str, ComputeCapability);
 /// to load).
 pub(crate) fn image(module: &Module, cc: ComputeCapability, fresh: bool) -> Result<Arc<Vec<u8>>> {
     static IMAGES: OnceLock<Mutex<HashMap<ImageKey, Arc<Vec<u8>>>>> = OnceLock::new();
-    require_compiler()?;
+    nvrtc()?;
     let key = (module.name, cc);
     // Held across compilation so that threads asking for the same module compile it once.
     let mut images = IMAGES
@@ -456,7 +457,7 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "requires NVRTC (libnvrtc) on the library path"]
+    #[ignore = "requires NVRTC (see the crate docs, \"Finding NVRTC\")"]
     fn disk_cache_stores_reuses_and_keys_by_source_and_target() {
         let dir = std::env::temp_dir().join(format!("kernels-cache-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);

@@ -1,23 +1,50 @@
 //! The one error type of the GPU runtime.
 
 /// Why GPU work could not be done. Every GPU entry point of the workspace returns this (or an
-/// algorithm crate's error wrapping it); nothing panics when CUDA is absent.
-#[derive(Debug, thiserror::Error)]
+/// algorithm crate's error wrapping it); nothing panics when CUDA is absent. The messages of
+/// `NoDriver`, `NoCompiler` and `CompilerUnusable` say what to install.
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum GpuError {
-    /// The CUDA driver library (`libcuda.so`) could not be loaded: no NVIDIA driver installed.
+    /// The CUDA driver library (`libcuda.so.1`) could not be loaded: no NVIDIA driver installed.
     #[error(
-        "no CUDA driver: libcuda could not be loaded (install an NVIDIA driver to use the GPU)"
+        "no CUDA driver: libcuda.so.1 could not be loaded. To use the GPU, install the NVIDIA \
+         driver for CUDA 12 or newer (version 525 or newer; on Ubuntu `sudo ubuntu-drivers \
+         install`, otherwise from https://www.nvidia.com/drivers); in a container, start it \
+         with the NVIDIA Container Toolkit (`docker run --gpus all ...`)"
     )]
     NoDriver,
-    /// The NVRTC runtime compiler (`libnvrtc.so`) could not be loaded.
+    /// The NVRTC runtime compiler (`libnvrtc.so`) was found nowhere the crate looks (see the
+    /// crate docs, "Finding NVRTC").
     #[error(
-        "no CUDA runtime compiler: libnvrtc could not be loaded (install the CUDA toolkit or \
-         `pip install nvidia-cuda-nvrtc-cu12` and put its lib folder on LD_LIBRARY_PATH)"
+        "no CUDA runtime compiler: libnvrtc was not found on the library path, in the active \
+         virtualenv or conda environment, in the site-packages of the user, of the Pythons on \
+         PATH, of pyenv or of the system, or in a CUDA toolkit ($CUDA_PATH, $CUDA_HOME, \
+         /usr/local/cuda*). Install it with `pip install nvidia-cuda-nvrtc-cu12` (in a \
+         virtualenv, with `--user` or system-wide: each is found where pip puts it), or with \
+         `pip install --target DIR nvidia-cuda-nvrtc-cu12` and then `export \
+         KERNELS_NVRTC_DIR=DIR`; or install the CUDA toolkit, 12 or newer"
     )]
     NoCompiler,
+    /// An NVRTC library was found but could not be used (another machine's library, or too
+    /// old an NVRTC), or `$KERNELS_NVRTC_DIR` names a folder without NVRTC.
+    #[error(
+        "the CUDA runtime compiler at {library} cannot be used ({reason}). Install NVRTC 12 \
+         or newer with `pip install nvidia-cuda-nvrtc-cu12` (with `--target DIR`, then \
+         `export KERNELS_NVRTC_DIR=DIR`) or with the CUDA toolkit, or unset KERNELS_NVRTC_DIR \
+         to search the usual places"
+    )]
+    CompilerUnusable {
+        /// The library (or folder) that was tried.
+        library: String,
+        /// Why it could not be used: the dynamic linker's message, or what was missing.
+        reason: String,
+    },
     /// The driver is there but the requested device is not (none at all, or the ordinal is too large).
-    #[error("no CUDA device with ordinal {requested} ({available} device(s) visible)")]
+    #[error(
+        "no CUDA device with ordinal {requested} ({available} device(s) visible; the driver is \
+         installed: `nvidia-smi` lists the GPUs it sees, and CUDA_VISIBLE_DEVICES may hide some)"
+    )]
     NoDevice {
         /// The ordinal asked for.
         requested: usize,

@@ -15,21 +15,43 @@
 //!   on-disk cache (see [`cache_dir`]): `KERNELS_CACHE_DIR` moves it, `KERNELS_CACHE=off`
 //!   disables it. [`compile_module`] compiles for any architecture without a GPU.
 //! - One error type, [`GpuError`]. Nothing panics when CUDA is absent: the driver and NVRTC
-//!   libraries are probed before first use and reported as `NoDriver` / `NoCompiler`.
+//!   libraries are probed before first use and reported as `NoDriver` / `NoCompiler`, whose
+//!   messages say what to install.
 //!
 //! # Which CUDA
 //!
-//! Host code uses [cudarc](https://docs.rs/cudarc) with `dynamic-loading`: `libcuda` and
-//! `libnvrtc` are opened at run time, so every crate builds, and its CPU code runs, on a
-//! machine with no CUDA at all. The bindings are cudarc's `cuda-12080` set, chosen because
-//! (a) every driver call used here exists unchanged in CUDA 12.x and 13.x drivers, and (b)
-//! cudarc's library search for that set tries `libnvrtc.so` first and then
-//! `libnvrtc.so.12`: it finds an installed toolkit's unversioned library (CUDA 13.0 on our
+//! Host code uses [cudarc](https://docs.rs/cudarc) with `dynamic-loading`: `libcuda` is opened
+//! at run time, so every crate builds, and its CPU code runs, on a machine with no CUDA at
+//! all. The bindings are cudarc's `cuda-12080` set, chosen because every driver call used here
+//! exists unchanged in CUDA 12.x and 13.x drivers. NVRTC is opened at run time too, by this
+//! crate itself (see "Finding NVRTC"): a CUDA 13 toolkit's `libnvrtc.so.13` (as on our
 //! H100/H200 machines) and the `libnvrtc.so.12` of the `nvidia-cuda-nvrtc-cu12` Python
-//! package, which is how CI and users without a toolkit get NVRTC. Kernels are compiled to
+//! package (how CI and users without a toolkit get NVRTC) both serve. Kernels are compiled to
 //! machine code (cubin) for the device's exact architecture, so no PTX goes through the
 //! driver's JIT and a 12.x NVRTC serves a 13.x driver. A GPU newer than the NVRTC falls back
 //! to PTX for the newest architecture the compiler knows, which the driver JIT-compiles.
+//!
+//! # Finding NVRTC
+//!
+//! No `LD_LIBRARY_PATH` is needed: NVRTC is looked for, and opened by its full path, in
+//!
+//! 1. `$KERNELS_NVRTC_DIR` ([`NVRTC_DIR_VAR`]) if set, and then nowhere else: a
+//!    `pip install --target` folder, a CUDA toolkit root, or the folder holding
+//!    `libnvrtc.so.*`;
+//! 2. the dynamic linker's search (`LD_LIBRARY_PATH`, the `ldconfig` cache);
+//! 3. where pip puts `nvidia-cuda-nvrtc-cu12`: the active virtualenv (`$VIRTUAL_ENV`) or
+//!    conda environment (`$CONDA_PREFIX`), the user site (`$PYTHONUSERBASE`, default
+//!    `~/.local`), the site-packages of the Pythons on `PATH` and of pyenv's, and the system
+//!    site-packages (`/usr/local/lib/python3.*`, `/usr/lib/python3*`);
+//! 4. the CUDA toolkit: `$CUDA_PATH`, `$CUDA_HOME`, `$CUDA_ROOT`, `/usr/local/cuda`,
+//!    `/usr/local/cuda-X.Y` (newest first), `/opt/cuda`.
+//!
+//! This crate binds the NVRTC functions it calls to the library it found itself: cudarc opens
+//! NVRTC by file name only, so it would see only what the dynamic linker sees (and it panics
+//! when it finds nothing). [`compiler_library`] says which library was taken; when none is
+//! found, every call that needs NVRTC returns [`GpuError::NoCompiler`], whose message says
+//! what to install. The driver (`libcuda.so.1`) is not searched for: the NVIDIA driver
+//! installs it where the dynamic linker looks.
 //!
 //! # Feature `cuda`
 //!
@@ -76,6 +98,8 @@ mod compile;
 mod gpu;
 #[cfg(feature = "cuda")]
 mod launch;
+#[cfg(feature = "cuda")]
+mod nvrtc;
 
 pub use error::{DriverError, GpuError, Result};
 
@@ -84,7 +108,7 @@ pub use buffer::{DeviceBuffer, PinnedBuffer};
 #[cfg(feature = "cuda")]
 pub use compile::{
     CHECKED_ARCHITECTURES, ComputeCapability, cache_dir, check_modules, compile_module,
-    compiler_present, compiler_version, supported_architectures,
+    compiler_library, compiler_present, compiler_version, supported_architectures,
 };
 #[cfg(feature = "cuda")]
 pub use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
@@ -92,3 +116,5 @@ pub use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 pub use gpu::{DeviceInfo, Gpu, device_count, driver_present, driver_version};
 #[cfg(feature = "cuda")]
 pub use launch::{Grid, Kernel, Launch};
+#[cfg(feature = "cuda")]
+pub use nvrtc::NVRTC_DIR_VAR;
