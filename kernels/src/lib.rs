@@ -118,3 +118,8 @@ pub use gpu::{DeviceInfo, Gpu, device_count, driver_present, driver_version};
 pub use launch::{Grid, Kernel, Launch};
 #[cfg(feature = "cuda")]
 pub use nvrtc::NVRTC_DIR_VAR;
+
+/// The README's code, compiled and run as a doctest so that it stays true.
+#[cfg(all(doctest, feature = "cuda"))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

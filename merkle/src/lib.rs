@@ -217,3 +217,8 @@ impl MerkleBackend for Backend {
         self.as_dyn().build_cap(leaves, height)
     }
 }
+
+/// The README's code, compiled and run as a doctest so that it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

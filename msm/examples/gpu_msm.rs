@@ -1,5 +1,5 @@
-//! Times MSMs on the GPU: `cargo run --release -p msm --example gpu_msm -- [LOG2_POINTS]
-//! [shifted|unshifted] [WINDOW_BITS]`, checked against the CPU backend up to 2^20 points.
+//! Times MSMs on the GPU: `cargo run --release -p gpu-crypto-msm --example gpu_msm --
+//! [LOG2_POINTS] [shifted|unshifted] [WINDOW_BITS]`, checked against the CPU backend up to 2^20 points.
 //! Prints the time of context creation (upload and shifted copies), of an MSM with the scalar
 //! upload, and of an MSM from scalars already on the GPU (the median of 5 runs each).
 #![allow(clippy::unwrap_used, clippy::expect_used)]

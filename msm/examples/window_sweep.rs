@@ -2,7 +2,7 @@
 //! behind the window table in `Cpu`'s docs. Run it to re-tune for another machine:
 //!
 //! ```text
-//! cargo run --release -p msm --example window_sweep -- [MIN_LOG MAX_LOG [RUNS]]
+//! cargo run --release -p gpu-crypto-msm --example window_sweep -- [MIN_LOG MAX_LOG [RUNS]]
 //! ```
 //!
 //! Defaults: sizes 2^1 to 2^18, the fastest of 5 runs per width (after one warm-up run; the

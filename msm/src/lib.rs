@@ -63,11 +63,12 @@
 //! `tests/cpu.rs` compares [`Cpu`] with `ark_ec::VariableBaseMSM::msm` (arkworks' parallel
 //! build) on random inputs of many sizes, with proptest, and on every edge case above, and
 //! checks a known answer computed with plain scalar multiplication. `tests/gpu.rs` (ignored
-//! without a GPU: `cargo test --release -p msm --test gpu -- --include-ignored`) compares
-//! [`Cuda`] with arkworks on random inputs up to 2^20 points, every edge case, every window
-//! width with and without shifted bases, chunked runs and batches. The criterion group `msm`
-//! (`benches/benches/msm.rs`) times ours beside arkworks on the CPU, and the GPU from 2^10 to
-//! 2^24 points with and without the scalar upload; `examples/gpu_msm.rs` times one size.
+//! without a GPU: `cargo test --release -p gpu-crypto-msm --test gpu -- --include-ignored`)
+//! compares [`Cuda`] with arkworks on random inputs up to 2^20 points, every edge case, every
+//! window width with and without shifted bases, chunked runs and batches. The criterion group
+//! `msm` (`benches/benches/msm.rs`) times ours beside arkworks on the CPU, and the GPU from
+//! 2^10 to 2^24 points with and without the scalar upload; `examples/gpu_msm.rs` times one
+//! size.
 
 #![deny(unsafe_code)]
 
@@ -152,3 +153,8 @@ pub(crate) fn check_batch(bases: usize, scalar_sets: &[&[Fr]]) -> Result<(), Err
     }
     Ok(())
 }
+
+/// The README's code, compiled and run as a doctest so that it stays true.
+#[cfg(all(doctest, feature = "cuda"))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -2,8 +2,8 @@
 //! inputs of many sizes up to 2^20 points, every edge case of `SPEC.md`, every window width
 //! with and without shifted bases, chunked runs, batches, and the errors.
 //!
-//! Every test needs a CUDA GPU: run with `cargo test --release -p msm --test gpu --
-//! --include-ignored`. They fail, never skip, without one.
+//! Every test needs a CUDA GPU: run with
+//! `cargo test --release -p gpu-crypto-msm --test gpu -- --include-ignored`. They fail, never skip, without one.
 #![cfg(feature = "cuda")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

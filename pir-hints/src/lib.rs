@@ -31,6 +31,13 @@
 //! than a GPU's memory. Hint files ([`Hints::write`], [`Hints::read`]) have a documented
 //! binary format (see [`Hints`]'s module docs in `hints.rs` and the README).
 //!
+//! # Features
+//!
+//! - `cuda` (default): the CUDA backend.
+//! - `cli`: the `pir-hints` command-line tool (`src/main.rs`) and its dependencies, clap and
+//!   indicatif; off by default, so that the library compiles neither. Install the tool with
+//!   `cargo install --path pir-hints --features cli`.
+//!
 //! # Example
 //!
 //! ```
@@ -203,3 +210,8 @@ impl HintGenerator for Backend {
         }
     }
 }
+
+/// The README's code, compiled and run as a doctest so that it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -5,6 +5,10 @@
 //!
 //! Results go to standard output; parameters, progress bars and errors to standard error.
 //! Errors exit with status 1, usage errors with clap's status 2.
+//!
+//! Built only with the feature `cli` (off by default, so that the library compiles neither
+//! clap nor indicatif): `cargo build --release -p gpu-crypto-pir-hints --features cli`, or
+//! `cargo install --path pir-hints --features cli`.
 
 use std::collections::BTreeSet;
 use std::error::Error as StdError;
@@ -426,7 +430,12 @@ fn cuda(gpus: Option<&[usize]>) -> Outcome<Backend> {
 /// Without the `cuda` feature there is no CUDA backend.
 #[cfg(not(feature = "cuda"))]
 fn cuda(_gpus: Option<&[usize]>) -> Outcome<Backend> {
-    Err("this build has no CUDA backend (it was built without the `cuda` feature)".into())
+    Err(
+        "this build has no CUDA backend: it was built without the `cuda` feature (install \
+         it with `cargo install --path pir-hints --features cli,cuda`, or build it with \
+         `cargo build --release -p gpu-crypto-pir-hints --features cli,cuda`)"
+            .into(),
+    )
 }
 
 /// A progress bar of `len` units on standard error (hidden unless it is a terminal), with

@@ -281,3 +281,8 @@ impl Evaluator for Backend {
         }
     }
 }
+
+/// The README's code, compiled and run as a doctest so that it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
