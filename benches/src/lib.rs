@@ -1,8 +1,10 @@
 //! Shared pieces of the criterion benches and the `report` binary: timing helpers, the
-//! report table, and one module per primitive that runs it on every available backend.
+//! report table, one module per primitive that runs it on every available backend, and
+//! `figures`, the check of BENCHMARKS.md (the `check_benchmarks` binary).
 
 pub mod chacha;
 pub mod fhe;
+pub mod figures;
 pub mod merkle;
 pub mod msm;
 pub mod pir;

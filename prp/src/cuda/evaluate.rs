@@ -31,7 +31,7 @@ use crate::swap_or_not::{BITS_PER_BLOCK, Permutation, SwapOrNot};
 /// Threads per block of the grid-wide kernels.
 const THREADS: u32 = 256;
 
-/// Cost model of [`table_pays`], fitted to an H100 (BENCHMARKS.md, 2026-11-21): seconds per
+/// Cost model of [`table_pays`], fitted to an H100 (docs/journal/prp.md, 2026-11-21): seconds per
 /// round of one warp in the random-access kernel (a ChaCha block per lane), ...
 const DIRECT_ROUND_SECONDS: f64 = 1.8e-11;
 /// ... per table entry and round of a whole-domain table, ...
