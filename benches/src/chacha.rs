@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use prp::{ChaCha8, Cpu, Key, Keystream};
 
+use crate::progress::Progress;
 use crate::table::{Check, Row, row};
 use crate::{median_of, wall};
 
@@ -76,12 +77,23 @@ pub fn fresh_stream() -> ChaCha8 {
     )
 }
 
+/// Steps of [`cpu_rows`], one per measured row (one keystream run gives two rows).
+pub const CPU_STEPS: u64 = 2;
+/// Steps of [`cuda_rows`], one per measured row.
+pub const CUDA_STEPS: u64 = 3;
+
 /// Runs the CPU rows; returns them with the outputs the GPU rows are checked against.
-pub fn cpu_rows(sizes: Sizes, stream: &ChaCha8) -> Result<(Vec<Row>, Reference), prp::Error> {
+pub fn cpu_rows(
+    sizes: Sizes,
+    stream: &ChaCha8,
+    progress: &Progress,
+) -> Result<(Vec<Row>, Reference), prp::Error> {
     let backend = Cpu.name();
     let blocks = sizes.cpu_blocks;
     let bytes = blocks * 64;
+    progress.step(DIGEST, &backend);
     let (digest, digest_time) = median_of(3, || wall(|| Cpu.keystream_digest(stream, 0, blocks)))?;
+    progress.step(TO_MEMORY, &backend);
     let mut keystream = vec![0u8; bytes as usize];
     let ((), fill_time) = median_of(3, || wall(|| Cpu.fill_keystream(stream, 0, &mut keystream)))?;
     let rows = vec![
@@ -99,12 +111,14 @@ pub fn cuda_rows(
     sizes: Sizes,
     stream: &ChaCha8,
     reference: &Reference,
+    progress: &Progress,
 ) -> Result<Vec<Row>, prp::Error> {
     let gpu = cuda.gpu();
     let backend = cuda.name();
     let mut rows = Vec::new();
 
     // The block function: checked at the CPU's size, timed at the GPU's.
+    progress.step(DIGEST, &backend);
     let same = cuda.keystream_digest(stream, 0, sizes.cpu_blocks)? == reference.digest;
     let blocks = sizes.gpu_digest_blocks;
     let (_, time) = median_of(5, || gpu.time(|| cuda.keystream_digest(stream, 0, blocks)))?;
@@ -112,6 +126,7 @@ pub fn cuda_rows(
     rows.push(blocks_row(DIGEST, &backend, blocks, time, check));
 
     // Keystream into device memory; its prefix is checked against the CPU's after timing.
+    progress.step(TO_MEMORY, &backend);
     let blocks = sizes.gpu_memory_blocks;
     let mut device = gpu.alloc_zeroed::<u8>((blocks * 64) as usize)?;
     let ((), time) = median_of(5, || {
@@ -125,6 +140,7 @@ pub fn cuda_rows(
     drop(device);
 
     // Keystream into a host buffer, the transfer included.
+    progress.step(TO_HOST, &backend);
     let blocks = sizes.cpu_blocks;
     let mut host = vec![0u8; reference.keystream.len()];
     let ((), time) = median_of(3, || wall(|| cuda.fill_keystream(stream, 0, &mut host)))?;

@@ -1,18 +1,52 @@
 //! TFHE rows of the `report` binary: key switch + programmable bootstrap (KS+PBS) on
 //! `PARAM_MESSAGE_2_CARRY_2`, on the CPU (FFT mode) and on both CUDA engines. Every output is
 //! decrypted and checked against `f(m)`; the CPU's decryptions are the reference.
+//!
+//! The GPU's batch is 256 ciphertexts; the CPU's is 256 with [`Sizes::full`] (a minute on
+//! 2 cores) and 16 with [`Sizes::quick`].
 
 use fhe_pbs::{
     BlindRotationMode, Bootstrapper, ClientKey, Cpu, Csprng, EvaluationKeys, LookupTable,
     LweCiphertext, PARAM_MESSAGE_2_CARRY_2,
 };
 
+use crate::progress::Progress;
 use crate::table::{Check, Row, row};
 use crate::{median_of, wall};
 
 const KS_PBS: &str = "TFHE KS+PBS (2_2, 2^-128)";
-/// Ciphertexts in the report's batch.
-const BATCH: usize = 256;
+
+/// Steps of [`cpu_rows`]: the keys, then its rows.
+pub const CPU_STEPS: u64 = 3;
+/// Steps of [`cuda_rows`], one per measured row.
+pub const CUDA_STEPS: u64 = 4;
+
+/// Ciphertexts in the batch rows.
+#[derive(Debug, Clone, Copy)]
+pub struct Sizes {
+    /// The CPU's batch.
+    pub cpu_batch: usize,
+    /// The GPU's batch.
+    pub gpu_batch: usize,
+}
+
+impl Sizes {
+    /// Batches of 256 on both.
+    pub fn full() -> Self {
+        Self {
+            cpu_batch: 256,
+            gpu_batch: 256,
+        }
+    }
+
+    /// A batch of 16 on the CPU, 256 on the GPU.
+    pub fn quick() -> Self {
+        Self {
+            cpu_batch: 16,
+            ..Self::full()
+        }
+    }
+}
 
 /// The keys, inputs and table the GPU rows reuse.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
@@ -21,6 +55,7 @@ pub struct Reference {
     keys: EvaluationKeys,
     inputs: Vec<LweCiphertext>,
     lut: LookupTable,
+    sizes: Sizes,
 }
 
 /// f(m) = m^2 + 1 mod 16.
@@ -28,13 +63,15 @@ fn f(m: u64) -> u64 {
     (m * m + 1) % 16
 }
 
-/// One ciphertext (latency) and a batch of `BATCH` (throughput) on `backend`, each output
+/// One ciphertext (latency) and a batch of `batch` (throughput) on `backend`, each output
 /// decrypted and compared with `f(m)`.
 fn rows_of(
     backend: &dyn Bootstrapper,
     name: &str,
     reference: &Reference,
+    batch: usize,
     check: fn(bool) -> Check,
+    progress: &Progress,
 ) -> Result<Vec<Row>, fhe_pbs::Error> {
     let Reference {
         client,
@@ -50,24 +87,28 @@ fn rows_of(
         }
         Ok(true)
     };
+    let label = format!("{name}, one");
+    progress.step(KS_PBS, &label);
     let (one, time) = median_of(5, || wall(|| backend.keyswitch_bootstrap(&inputs[0], lut)))?;
     let latency = row(
         KS_PBS,
-        &format!("{name}, one"),
+        &label,
         1,
         "ciphertexts",
         0,
         time,
         check(decrypts(&[one])?),
     );
+    let label = format!("{name}, batch of {batch}");
+    progress.step(KS_PBS, &label);
+    let inputs = &inputs[..batch];
     let (many, time) = median_of(3, || {
         wall(|| backend.keyswitch_bootstrap_batch(inputs, lut))
     })?;
-    let label = format!("{name}, batch of {BATCH}");
     let throughput = row(
         KS_PBS,
         &label,
-        BATCH as u64,
+        batch as u64,
         "ciphertexts",
         0,
         time,
@@ -77,12 +118,16 @@ fn rows_of(
 }
 
 /// Runs the CPU engine (FFT mode, all cores).
-pub fn cpu_rows() -> Result<(Vec<Row>, Reference), fhe_pbs::Error> {
+pub fn cpu_rows(
+    sizes: Sizes,
+    progress: &Progress,
+) -> Result<(Vec<Row>, Reference), fhe_pbs::Error> {
+    progress.step("TFHE keys", "generated on the CPU");
     let params = PARAM_MESSAGE_2_CARRY_2;
     let mut rng = Csprng::from_seed([0x46; 32]);
     let client = ClientKey::generate(params, &mut rng);
     let keys = EvaluationKeys::generate(&client, &mut rng);
-    let inputs = (0..BATCH)
+    let inputs = (0..sizes.cpu_batch.max(sizes.gpu_batch))
         .map(|i| client.encrypt(i as u64 % 16, &mut rng))
         .collect::<Result<_, _>>()?;
     let lut = LookupTable::new(&params, f)?;
@@ -91,6 +136,7 @@ pub fn cpu_rows() -> Result<(Vec<Row>, Reference), fhe_pbs::Error> {
         keys,
         inputs,
         lut,
+        sizes,
     };
     let cpu = Cpu::new(reference.keys.clone(), BlindRotationMode::Fft)?;
     // The CPU's own decryptions are the reference: a wrong one still shows as FAIL.
@@ -101,7 +147,15 @@ pub fn cpu_rows() -> Result<(Vec<Row>, Reference), fhe_pbs::Error> {
             Check::Fail("decrypts to the wrong message".to_owned())
         }
     };
-    let rows = rows_of(&cpu, &cpu.name(), &reference, reference_check)?;
+    let batch = sizes.cpu_batch;
+    let rows = rows_of(
+        &cpu,
+        &cpu.name(),
+        &reference,
+        batch,
+        reference_check,
+        progress,
+    )?;
     Ok((rows, reference))
 }
 
@@ -110,12 +164,17 @@ pub fn cpu_rows() -> Result<(Vec<Row>, Reference), fhe_pbs::Error> {
 pub fn cuda_rows(
     gpu: std::sync::Arc<kernels::Gpu>,
     reference: &Reference,
+    progress: &Progress,
 ) -> Result<Vec<Row>, fhe_pbs::Error> {
     use fhe_pbs::{Cuda, Engine};
     let amortized = Cuda::on(gpu, &reference.keys, Engine::Amortized)?;
     let low_latency = amortized.with_engine(Engine::LowLatency);
     let check = |ok: bool| Check::from_equal(ok, "decrypts to the wrong message");
-    let mut rows = rows_of(&low_latency, &low_latency.name(), reference, check)?;
-    rows.extend(rows_of(&amortized, &amortized.name(), reference, check)?);
+    let batch = reference.sizes.gpu_batch;
+    let mut rows = Vec::new();
+    for engine in [&low_latency, &amortized] {
+        let name = engine.name();
+        rows.extend(rows_of(engine, &name, reference, batch, check, progress)?);
+    }
     Ok(rows)
 }

@@ -1,6 +1,6 @@
 //! Shared pieces of the criterion benches and the `report` binary: timing helpers, the
-//! report table, one module per primitive that runs it on every available backend, and
-//! `figures`, the check of BENCHMARKS.md (the `check_benchmarks` binary).
+//! report table and progress bar, one module per primitive that runs it on every available
+//! backend, and `figures`, the check of BENCHMARKS.md (the `check_benchmarks` binary).
 
 pub mod chacha;
 pub mod fhe;
@@ -8,6 +8,7 @@ pub mod figures;
 pub mod merkle;
 pub mod msm;
 pub mod pir;
+pub mod progress;
 pub mod prp;
 pub mod table;
 

@@ -25,6 +25,7 @@ pub fn digests(seed: u64, count: usize) -> Vec<Digest> {
 
 use merkle::{Cpu, MerkleBackend, MerkleTree};
 
+use crate::progress::Progress;
 use crate::table::{Check, Row, row};
 use crate::{median_of, wall};
 
@@ -39,6 +40,11 @@ const GPU_LEAVES: usize = 1 << 20;
 const ROW_COUNT: usize = 1 << 12;
 const ROW_WIDTH: usize = 100;
 
+/// Steps of [`cpu_rows`], one per measured row.
+pub const CPU_STEPS: u64 = 2;
+/// Steps of [`cuda_rows`], one per measured row.
+pub const CUDA_STEPS: u64 = 2;
+
 /// The CPU outputs the GPU rows are checked against (only the CUDA rows read them).
 #[derive(Debug)]
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
@@ -50,8 +56,9 @@ pub struct Reference {
 }
 
 /// Runs the CPU rows (all threads) and returns them with their outputs.
-pub fn cpu_rows() -> Result<(Vec<Row>, Reference), merkle::Error> {
+pub fn cpu_rows(progress: &Progress) -> Result<(Vec<Row>, Reference), merkle::Error> {
     let backend = Cpu.name();
+    progress.step(TREE, &backend);
     let leaves = digests(1, CPU_LEAVES);
     let (tree, time) = median_of(3, || wall(|| MerkleTree::build(&Cpu, &leaves)))?;
     let mut rows = vec![row(
@@ -63,6 +70,7 @@ pub fn cpu_rows() -> Result<(Vec<Row>, Reference), merkle::Error> {
         time,
         Check::Reference,
     )];
+    progress.step(ROWS, &backend);
     let elements = felts(2, ROW_COUNT * ROW_WIDTH);
     let mut row_digests = vec![Digest::default(); ROW_COUNT];
     let ((), time) = median_of(3, || {
@@ -91,8 +99,13 @@ pub fn cpu_rows() -> Result<(Vec<Row>, Reference), merkle::Error> {
 /// Runs the CUDA rows: a 2^20-leaf tree with the leaves already on the GPU (timed with CUDA
 /// events), and row hashing host to host. Checks the CPU's inputs give the CPU's outputs.
 #[cfg(feature = "cuda")]
-pub fn cuda_rows(cuda: &merkle::Cuda, reference: &Reference) -> Result<Vec<Row>, merkle::Error> {
+pub fn cuda_rows(
+    cuda: &merkle::Cuda,
+    reference: &Reference,
+    progress: &Progress,
+) -> Result<Vec<Row>, merkle::Error> {
     let backend = cuda.name();
+    progress.step(TREE, &backend);
     let same_tree = MerkleTree::build(cuda, &reference.leaves)? == reference.tree;
     let leaves = digests(3, GPU_LEAVES);
     let mut device = cuda.upload_leaves(&leaves, 1)?;
@@ -113,6 +126,7 @@ pub fn cuda_rows(cuda: &merkle::Cuda, reference: &Reference) -> Result<Vec<Row>,
         check,
     )];
 
+    progress.step(ROWS, &backend);
     let mut out = vec![Digest::default(); ROW_COUNT];
     let ((), time) = median_of(3, || {
         wall(|| cuda.hash_rows(&reference.elements, ROW_WIDTH, &mut out))

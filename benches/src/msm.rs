@@ -8,6 +8,7 @@ use ark_std::rand::{Rng, SeedableRng, rngs::StdRng};
 use msm::{Cpu, MsmBackend};
 use rayon::prelude::*;
 
+use crate::progress::Progress;
 use crate::table::{Check, Row, row};
 use crate::{median_of, wall};
 
@@ -48,6 +49,11 @@ pub fn inputs(points: usize) -> (Vec<G1Affine>, Vec<Fr>) {
     (bases, scalars)
 }
 
+/// Steps of [`cpu_rows`], one per measured row.
+pub const CPU_STEPS: u64 = 2;
+/// Steps of [`cuda_rows`], one per measured row.
+pub const CUDA_STEPS: u64 = 2;
+
 /// The report's inputs and arkworks' sum, against which the GPU is checked.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub struct Reference {
@@ -57,9 +63,11 @@ pub struct Reference {
 }
 
 /// Runs arkworks (the reference) and our CPU backend on the same inputs.
-pub fn cpu_rows() -> Result<(Vec<Row>, Reference), msm::Error> {
-    let (bases, scalars) = inputs(POINTS);
+pub fn cpu_rows(progress: &Progress) -> Result<(Vec<Row>, Reference), msm::Error> {
     let threads = rayon::current_num_threads();
+    let arkworks = format!("arkworks 0.5 ({threads} threads)");
+    progress.step(MSM, &arkworks);
+    let (bases, scalars) = inputs(POINTS);
     let (expected, time) = median_of(3, || {
         wall(|| {
             G1Projective::msm(&bases, &scalars).map_err(|_| msm::Error::LengthMismatch {
@@ -68,7 +76,6 @@ pub fn cpu_rows() -> Result<(Vec<Row>, Reference), msm::Error> {
             })
         })
     })?;
-    let arkworks = format!("arkworks 0.5 ({threads} threads)");
     let mut rows = vec![row(
         MSM,
         &arkworks,
@@ -79,6 +86,7 @@ pub fn cpu_rows() -> Result<(Vec<Row>, Reference), msm::Error> {
         Check::Reference,
     )];
     let ours = Cpu::new();
+    progress.step(MSM, &ours.name());
     let (sum, time) = median_of(3, || wall(|| ours.msm(&bases, &scalars)))?;
     let check = Check::from_equal(sum == expected, "the sum differs from arkworks'");
     rows.push(row(
@@ -101,7 +109,11 @@ pub fn cpu_rows() -> Result<(Vec<Row>, Reference), msm::Error> {
 /// Runs the GPU on the reference inputs, bases resident with shifted copies: once with the
 /// scalar upload, once from scalars already on the device.
 #[cfg(feature = "cuda")]
-pub fn cuda_rows(cuda: &msm::Cuda, reference: &Reference) -> Result<Vec<Row>, msm::Error> {
+pub fn cuda_rows(
+    cuda: &msm::Cuda,
+    reference: &Reference,
+    progress: &Progress,
+) -> Result<Vec<Row>, msm::Error> {
     let options = msm::ContextOptions {
         shifted_bases: true,
         ..msm::ContextOptions::default()
@@ -115,10 +127,11 @@ pub fn cuda_rows(cuda: &msm::Cuda, reference: &Reference) -> Result<Vec<Row>, ms
         ("scalars resident", &|| context.msm_device(&device)),
     ];
     for (what, run) in runs {
+        let backend = format!("{} ({what})", cuda.name());
+        progress.step(MSM, &backend);
         let _warm_up = run()?;
         let (sum, time) = median_of(5, || wall(run))?;
         let check = Check::from_equal(sum == reference.sum, "the sum differs from arkworks'");
-        let backend = format!("{} ({what})", cuda.name());
         rows.push(row(MSM, &backend, POINTS as u64, "points", 0, time, check));
     }
     Ok(rows)

@@ -4,6 +4,7 @@ use pir_hints::{
     Cpu, Database, HintGenerator, Hints, Job, MasterKey, Params, Scheme, synthetic_database,
 };
 
+use crate::progress::Progress;
 use crate::table::{Check, Row, row};
 use crate::{median_of, wall};
 
@@ -65,6 +66,11 @@ pub fn small_job<'a>(params: Params, key: &'a MasterKey) -> Job<'a> {
     }
 }
 
+/// Steps of [`cpu_rows`], one per measured row.
+pub const CPU_STEPS: u64 = 2;
+/// Steps of [`cuda_rows`], one per measured row.
+pub const CUDA_STEPS: u64 = 2;
+
 /// The CPU outputs the GPU rows are checked against.
 #[derive(Debug)]
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
@@ -83,7 +89,7 @@ fn primitive(params: &Params) -> String {
 }
 
 /// Runs the CPU rows (all threads) for both small shapes.
-pub fn cpu_rows() -> Result<(Vec<Row>, Reference), pir_hints::Error> {
+pub fn cpu_rows(progress: &Progress) -> Result<(Vec<Row>, Reference), pir_hints::Error> {
     let key = bench_key();
     let mut rows = Vec::new();
     let mut reference = Reference {
@@ -91,6 +97,7 @@ pub fn cpu_rows() -> Result<(Vec<Row>, Reference), pir_hints::Error> {
         hints: Vec::new(),
     };
     for params in [rms24_small(), plinko_small()] {
+        progress.step(&primitive(&params), &Cpu.name());
         let bytes = synthetic_database(SEED, params.entries(), params.entry_size())?;
         let db = Database::new(&bytes, params.entry_size())?;
         let job = small_job(params, &key);
@@ -116,6 +123,7 @@ pub fn cpu_rows() -> Result<(Vec<Row>, Reference), pir_hints::Error> {
 pub fn cuda_rows(
     cuda: &pir_hints::Cuda,
     reference: &Reference,
+    progress: &Progress,
 ) -> Result<Vec<Row>, pir_hints::Error> {
     let key = bench_key();
     let mut rows = Vec::new();
@@ -124,6 +132,7 @@ pub fn cuda_rows(
         .zip(&reference.databases)
         .zip(&reference.hints)
     {
+        progress.step(&primitive(&params), &cuda.name());
         let db = Database::new(bytes, params.entry_size())?;
         let job = small_job(params, &key);
         let (hints, time) = median_of(3, || wall(|| cuda.generate(&job, &db)))?;

@@ -1,12 +1,17 @@
 //! The permutation rows of the report: SwapOrNot inverse in the Plinko GPU benchmark's
 //! configuration, Sometimes-Recurse forward and inverse on random values, and the
 //! whole-domain `P^-1` table, all over fresh keys.
+//!
+//! The table is over `2^25` on the GPU; on the CPU it is over `2^25` with [`Sizes::full`]
+//! (minutes on 2 cores) and over `2^20` with [`Sizes::quick`]. Then the GPU also builds the
+//! CPU's table, which must equal it, and its own is checked against single evaluations.
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 
 use prp::{Cpu, Evaluator, Key, Keystream, SometimesRecurse, SwapOrNot};
 
+use crate::progress::Progress;
 use crate::table::{Check, Row, row};
 use crate::{median_of, wall};
 
@@ -16,8 +21,18 @@ pub const SN_INVERSE: &str = "SwapOrNot inverse, N = 2^17, 759 rounds";
 pub const SR_FORWARD: &str = "Sometimes-Recurse forward, N = 2^25";
 /// Sometimes-Recurse inverse over `2^25`, lambda 128.
 pub const SR_INVERSE: &str = "Sometimes-Recurse inverse, N = 2^25";
-/// Whole-domain `P^-1` of Sometimes-Recurse over `2^25`.
-pub const SR_TABLE: &str = "Sometimes-Recurse P^-1 table, N = 2^25";
+/// The Sometimes-Recurse domain of the forward and inverse rows and of the GPU's table.
+const SR_DOMAIN_LOG2: u32 = 25;
+
+/// The row of the whole-domain `P^-1` table of Sometimes-Recurse over `2^log2`.
+pub fn sr_table(log2: u32) -> String {
+    format!("Sometimes-Recurse P^-1 table, N = 2^{log2}")
+}
+
+/// Steps of [`cpu_rows`], one per measured row.
+pub const CPU_STEPS: u64 = 4;
+/// Steps of [`cuda_rows`], one per measured row.
+pub const CUDA_STEPS: u64 = 4;
 
 /// Batch sizes: the CPU's are what it finishes in seconds; the GPU's fill it.
 #[derive(Debug, Clone, Copy)]
@@ -28,14 +43,26 @@ pub struct Sizes {
     pub cpu_sr_values: usize,
     /// Values of every GPU batch row.
     pub gpu_values: usize,
+    /// The CPU's table is over `2^cpu_table_log2` (at most 25; the GPU's is over `2^25`).
+    pub cpu_table_log2: u32,
 }
 
-impl Default for Sizes {
-    fn default() -> Self {
+impl Sizes {
+    /// Every table over `2^25`: minutes on 2 cores.
+    pub fn full() -> Self {
         Self {
             cpu_sn_values: 1 << 20,
             cpu_sr_values: 1 << 10,
             gpu_values: 1 << 24,
+            cpu_table_log2: SR_DOMAIN_LOG2,
+        }
+    }
+
+    /// The CPU's table over `2^20`: seconds on 2 cores.
+    pub fn quick() -> Self {
+        Self {
+            cpu_table_log2: 20,
+            ..Self::full()
         }
     }
 }
@@ -50,6 +77,8 @@ pub struct Workload {
     sizes: Sizes,
     swap_or_not: SwapOrNot,
     recurse: SometimesRecurse,
+    /// The permutation of the CPU's table when its domain is smaller than `recurse`'s.
+    small_table: Option<SometimesRecurse>,
     sn_inputs: Vec<u64>,
     sr_inputs: Vec<u64>,
 }
@@ -85,13 +114,22 @@ fn fresh_key() -> Key {
 impl Workload {
     /// Fresh keys and inputs.
     pub fn new(sizes: Sizes) -> Result<Self, prp::Error> {
+        let small_table = (sizes.cpu_table_log2 < SR_DOMAIN_LOG2)
+            .then(|| SometimesRecurse::new(fresh_key(), 1 << sizes.cpu_table_log2))
+            .transpose()?;
         Ok(Self {
             sizes,
             swap_or_not: SwapOrNot::new(fresh_key(), 1 << 17, 759)?,
-            recurse: SometimesRecurse::new(fresh_key(), 1 << 25)?,
+            recurse: SometimesRecurse::new(fresh_key(), 1 << SR_DOMAIN_LOG2)?,
+            small_table,
             sn_inputs: random_values(sizes.gpu_values, 1 << 17),
-            sr_inputs: random_values(sizes.gpu_values, 1 << 25),
+            sr_inputs: random_values(sizes.gpu_values, 1 << SR_DOMAIN_LOG2),
         })
+    }
+
+    /// The permutation whose table the CPU builds.
+    fn cpu_table(&self) -> &SometimesRecurse {
+        self.small_table.as_ref().unwrap_or(&self.recurse)
     }
 }
 
@@ -119,7 +157,7 @@ fn values_row(
 }
 
 /// Runs the CPU rows (all threads); returns them with their outputs.
-pub fn cpu_rows(work: &Workload) -> Result<(Vec<Row>, Reference), prp::Error> {
+pub fn cpu_rows(work: &Workload, progress: &Progress) -> Result<(Vec<Row>, Reference), prp::Error> {
     let backend = Cpu.name();
     let mut rows = Vec::new();
     let batch = |prp: &dyn Fn(&mut Vec<u64>) -> Result<(), prp::Error>, inputs: &[u64]| {
@@ -130,6 +168,7 @@ pub fn cpu_rows(work: &Workload) -> Result<(Vec<Row>, Reference), prp::Error> {
         })
     };
     let sn_inputs = &work.sn_inputs[..work.sizes.cpu_sn_values];
+    progress.step(SN_INVERSE, &backend);
     let (sn_inverse, time) = batch(&|v| Cpu.inverse_batch(&work.swap_or_not, v), sn_inputs)?;
     rows.push(values_row(
         SN_INVERSE,
@@ -139,6 +178,7 @@ pub fn cpu_rows(work: &Workload) -> Result<(Vec<Row>, Reference), prp::Error> {
         Check::Reference,
     ));
     let sr_inputs = &work.sr_inputs[..work.sizes.cpu_sr_values];
+    progress.step(SR_FORWARD, &backend);
     let (sr_forward, time) = batch(&|v| Cpu.forward_batch(&work.recurse, v), sr_inputs)?;
     rows.push(values_row(
         SR_FORWARD,
@@ -147,6 +187,7 @@ pub fn cpu_rows(work: &Workload) -> Result<(Vec<Row>, Reference), prp::Error> {
         time,
         Check::Reference,
     ));
+    progress.step(SR_INVERSE, &backend);
     let (sr_inverse, time) = batch(&|v| Cpu.inverse_batch(&work.recurse, v), sr_inputs)?;
     rows.push(values_row(
         SR_INVERSE,
@@ -155,9 +196,11 @@ pub fn cpu_rows(work: &Workload) -> Result<(Vec<Row>, Reference), prp::Error> {
         time,
         Check::Reference,
     ));
-    let (table, time) = wall(|| Cpu.inverse_table(&work.recurse))?;
+    let table_name = sr_table(work.sizes.cpu_table_log2);
+    progress.step(&table_name, &backend);
+    let (table, time) = wall(|| Cpu.inverse_table(work.cpu_table()))?;
     rows.push(values_row(
-        SR_TABLE,
+        &table_name,
         &backend,
         table.len(),
         time,
@@ -180,6 +223,7 @@ pub fn cuda_rows(
     cuda: &prp::Cuda,
     work: &Workload,
     reference: &Reference,
+    progress: &Progress,
 ) -> Result<Vec<Row>, prp::Error> {
     use kernels::DeviceBuffer;
     use prp::Permutation;
@@ -207,6 +251,7 @@ pub fn cuda_rows(
         };
 
     let sn = &work.swap_or_not;
+    progress.step(SN_INVERSE, &backend);
     let mut small = work.sn_inputs[..work.sizes.cpu_sn_values].to_vec();
     cuda.inverse_batch(sn, &mut small)?;
     let (out, time) = timed(&|d| cuda.inverse_batch_device(sn, d), &work.sn_inputs)?;
@@ -220,6 +265,7 @@ pub fn cuda_rows(
         (SR_FORWARD, &reference.sr_forward, false),
         (SR_INVERSE, &reference.sr_inverse, true),
     ] {
+        progress.step(primitive, &backend);
         let mut small = work.sr_inputs[..work.sizes.cpu_sr_values].to_vec();
         let single = |x| {
             if inverse {
@@ -243,9 +289,25 @@ pub fn cuda_rows(
         rows.push(values_row(primitive, &backend, out.len(), time, check));
     }
 
+    // The table over 2^25: equal to the CPU's where the CPU built the same one; else the GPU
+    // builds the CPU's smaller table too, and its own must match single evaluations.
+    let table_name = sr_table(SR_DOMAIN_LOG2);
+    progress.step(&table_name, &backend);
     let (table, time) = median_of(3, || gpu.time(|| cuda.inverse_table_device(sr)))?;
-    let same = table.to_host()? == reference.table;
+    let table = table.to_host()?;
+    let same = match &work.small_table {
+        None => table == reference.table,
+        Some(small) => {
+            let inputs = &work.sr_inputs[..256];
+            cuda.inverse_table(small)? == reference.table
+                && inputs.iter().try_fold(true, |same, &y| {
+                    Ok::<_, prp::Error>(
+                        same && Some(&(sr.inverse(y)? as u32)) == table.get(y as usize),
+                    )
+                })?
+        }
+    };
     let check = Check::from_equal(same, "table differs from the CPU's");
-    rows.push(values_row(SR_TABLE, &backend, table.len(), time, check));
+    rows.push(values_row(&table_name, &backend, table.len(), time, check));
     Ok(rows)
 }

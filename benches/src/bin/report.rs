@@ -3,8 +3,14 @@
 //! Markdown (`report.md`), JSON (`report.json`) and a bar chart (`report.svg`).
 //!
 //! ```text
-//! cargo run --release -p benches --bin report [-- --out DIR]
+//! cargo run --release -p benches --bin report [-- --out DIR] [--full] [--cpu-only]
 //! ```
+//!
+//! By default the CPU's two longest rows run smaller (the Sometimes-Recurse table over 2^20
+//! instead of 2^25, a TFHE batch of 16 instead of 256), so that the whole run takes under a
+//! minute on 2 cores; the GPU rows keep their sizes, and the GPU is still checked against the
+//! CPU (see `benches::prp` for the table). `--full` runs the CPU at the GPU's sizes too
+//! (minutes on 2 cores). A progress bar on standard error names the row running.
 //!
 //! Without a usable GPU it prints the CPU rows and says why the GPU rows are missing. It exits
 //! with status 1 if any GPU output differs from the CPU's.
@@ -12,6 +18,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use benches::progress::Progress;
 use benches::table::{self, Check, Row};
 use benches::{chacha, fhe, merkle as trees, msm as multiexp, pir, prp as permutations};
 use clap::Parser;
@@ -27,6 +34,10 @@ struct Args {
     /// Run only the CPU rows, even when a GPU is present.
     #[arg(long)]
     cpu_only: bool,
+    /// Run the CPU at full size too: the Sometimes-Recurse table over 2^25 and a TFHE batch
+    /// of 256 (minutes on 2 cores; by default 2^20 and 16).
+    #[arg(long)]
+    full: bool,
 }
 
 /// The machine the report ran on.
@@ -42,6 +53,8 @@ struct Machine {
 #[derive(Debug, Serialize)]
 struct Report {
     unix_time: u64,
+    /// `quick` (the default) or `full` (`--full`).
+    sizes: &'static str,
     machine: Machine,
     rows: Vec<Row>,
 }
@@ -60,7 +73,12 @@ struct References<'a> {
 }
 
 #[cfg(feature = "cuda")]
-fn gpu_rows(args: &Args, machine: &mut Machine, refs: &References) -> Result<Vec<Row>, String> {
+fn gpu_rows(
+    args: &Args,
+    machine: &mut Machine,
+    refs: &References,
+    progress: &Progress,
+) -> Result<Vec<Row>, String> {
     let (stream, reference) = (refs.stream, refs.chacha);
     let (tree_reference, hint_reference, msm_reference) = (refs.trees, refs.hints, refs.msm);
     if args.cpu_only {
@@ -78,27 +96,36 @@ fn gpu_rows(args: &Args, machine: &mut Machine, refs: &References) -> Result<Vec
     ));
     machine.cuda_driver = kernels::driver_version().ok().map(version);
     machine.nvrtc = kernels::compiler_version().ok().map(version);
-    let mut rows = chacha::cuda_rows(&cuda, chacha::Sizes::default(), stream, reference)
-        .map_err(|e| e.to_string())?;
-    eprintln!("running the permutations on the GPU ...");
+    progress.add_steps(
+        chacha::CUDA_STEPS
+            + permutations::CUDA_STEPS
+            + trees::CUDA_STEPS
+            + pir::CUDA_STEPS
+            + multiexp::CUDA_STEPS
+            + fhe::CUDA_STEPS,
+    );
+    let sizes = chacha::Sizes::default();
+    let mut rows =
+        chacha::cuda_rows(&cuda, sizes, stream, reference, progress).map_err(|e| e.to_string())?;
     let (work, reference) = refs.permutations;
-    rows.extend(permutations::cuda_rows(&cuda, work, reference).map_err(|e| e.to_string())?);
-    eprintln!("running the Merkle trees on the GPU ...");
+    let permutation_rows = permutations::cuda_rows(&cuda, work, reference, progress);
+    rows.extend(permutation_rows.map_err(|e| e.to_string())?);
     let merkle_gpu = merkle::Cuda::on(cuda.gpu().clone()).map_err(|e| e.to_string())?;
-    rows.extend(trees::cuda_rows(&merkle_gpu, tree_reference).map_err(|e| e.to_string())?);
-    eprintln!("running the PIR hints on the GPU ...");
+    let tree_rows = trees::cuda_rows(&merkle_gpu, tree_reference, progress);
+    rows.extend(tree_rows.map_err(|e| e.to_string())?);
     let hints_gpu = pir_hints::Cuda::on(vec![cuda.gpu().clone()]).map_err(|e| e.to_string())?;
-    rows.extend(pir::cuda_rows(&hints_gpu, hint_reference).map_err(|e| e.to_string())?);
-    eprintln!("running the MSM on the GPU ...");
+    let hint_rows = pir::cuda_rows(&hints_gpu, hint_reference, progress);
+    rows.extend(hint_rows.map_err(|e| e.to_string())?);
     let msm_gpu = msm::Cuda::on(cuda.gpu().clone()).map_err(|e| e.to_string())?;
-    rows.extend(multiexp::cuda_rows(&msm_gpu, msm_reference).map_err(|e| e.to_string())?);
-    eprintln!("running TFHE KS+PBS on the GPU ...");
-    rows.extend(fhe::cuda_rows(cuda.gpu().clone(), refs.fhe).map_err(|e| e.to_string())?);
+    let msm_rows = multiexp::cuda_rows(&msm_gpu, msm_reference, progress);
+    rows.extend(msm_rows.map_err(|e| e.to_string())?);
+    let fhe_rows = fhe::cuda_rows(cuda.gpu().clone(), refs.fhe, progress);
+    rows.extend(fhe_rows.map_err(|e| e.to_string())?);
     Ok(rows)
 }
 
 #[cfg(not(feature = "cuda"))]
-fn gpu_rows(_: &Args, _: &mut Machine, _: &References) -> Result<Vec<Row>, String> {
+fn gpu_rows(_: &Args, _: &mut Machine, _: &References, _: &Progress) -> Result<Vec<Row>, String> {
     Err("built without the `cuda` feature".to_owned())
 }
 
@@ -110,28 +137,34 @@ fn run(args: &Args) -> Result<bool, String> {
         nvrtc: None,
         gpu_missing: None,
     };
+    let (prp_sizes, fhe_sizes) = match args.full {
+        true => (permutations::Sizes::full(), fhe::Sizes::full()),
+        false => (permutations::Sizes::quick(), fhe::Sizes::quick()),
+    };
+    let progress = Progress::new(
+        chacha::CPU_STEPS
+            + permutations::CPU_STEPS
+            + trees::CPU_STEPS
+            + pir::CPU_STEPS
+            + multiexp::CPU_STEPS
+            + fhe::CPU_STEPS,
+    );
     let stream = chacha::fresh_stream();
-    eprintln!("running ChaCha8 on the CPU ...");
-    let (mut rows, reference) =
-        chacha::cpu_rows(chacha::Sizes::default(), &stream).map_err(|e| e.to_string())?;
-    eprintln!("running the permutations on the CPU (the whole-domain table takes a while) ...");
-    let err = |e: prp::Error| e.to_string();
-    let work = permutations::Workload::new(permutations::Sizes::default()).map_err(err)?;
-    let (cpu_rows, prp_reference) = permutations::cpu_rows(&work).map_err(err)?;
+    let (mut rows, reference) = chacha::cpu_rows(chacha::Sizes::default(), &stream, &progress)
+        .map_err(|e| e.to_string())?;
+    let work = permutations::Workload::new(prp_sizes).map_err(|e| e.to_string())?;
+    let (cpu_rows, prp_reference) =
+        permutations::cpu_rows(&work, &progress).map_err(|e| e.to_string())?;
     rows.extend(cpu_rows);
-    eprintln!("running the Merkle trees on the CPU ...");
-    let (tree_rows, tree_reference) = trees::cpu_rows().map_err(|e| e.to_string())?;
+    let (tree_rows, tree_reference) = trees::cpu_rows(&progress).map_err(|e| e.to_string())?;
     rows.extend(tree_rows);
-    eprintln!("running the PIR hints on the CPU ...");
-    let (hint_rows, hint_reference) = pir::cpu_rows().map_err(|e| e.to_string())?;
+    let (hint_rows, hint_reference) = pir::cpu_rows(&progress).map_err(|e| e.to_string())?;
     rows.extend(hint_rows);
-    eprintln!("running the MSM on the CPU (ours and arkworks) ...");
-    let (msm_rows, msm_reference) = multiexp::cpu_rows().map_err(|e| e.to_string())?;
+    let (msm_rows, msm_reference) = multiexp::cpu_rows(&progress).map_err(|e| e.to_string())?;
     rows.extend(msm_rows);
-    eprintln!("running TFHE KS+PBS on the CPU ...");
-    let (fhe_rows, fhe_reference) = fhe::cpu_rows().map_err(|e| e.to_string())?;
+    let (fhe_rows, fhe_reference) =
+        fhe::cpu_rows(fhe_sizes, &progress).map_err(|e| e.to_string())?;
     rows.extend(fhe_rows);
-    eprintln!("running ChaCha8 on the GPU ...");
     let refs = References {
         stream: &stream,
         chacha: &reference,
@@ -141,12 +174,14 @@ fn run(args: &Args) -> Result<bool, String> {
         msm: &msm_reference,
         fhe: &fhe_reference,
     };
-    match gpu_rows(args, &mut machine, &refs) {
+    match gpu_rows(args, &mut machine, &refs, &progress) {
         Ok(gpu) => rows.extend(gpu),
         Err(why) => machine.gpu_missing = Some(why),
     }
+    progress.finish();
     table::set_speedups(&mut rows);
 
+    let sizes = if args.full { "full" } else { "quick" };
     let mut header = format!("CPU: {} threads\n", machine.cpu_threads);
     match (&machine.gpu, &machine.gpu_missing) {
         (Some(gpu), _) => {
@@ -159,6 +194,9 @@ fn run(args: &Args) -> Result<bool, String> {
         (None, Some(why)) => header += &format!("GPU rows missing: {why}\n"),
         (None, None) => {}
     }
+    if !args.full {
+        header += "Sizes: quick (the CPU's table over 2^20, its TFHE batch of 16; --full for 2^25 and 256)\n";
+    }
     println!("{header}\n{}", table::text(&rows));
 
     let all_pass = rows.iter().all(|r| !matches!(r.check, Check::Fail(_)));
@@ -166,6 +204,7 @@ fn run(args: &Args) -> Result<bool, String> {
         unix_time: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
+        sizes,
         machine,
         rows,
     };
