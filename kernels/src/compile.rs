@@ -54,8 +54,8 @@ pub fn compiler_present() -> bool {
     nvrtc().is_ok()
 }
 
-/// The NVRTC library in use: its full path, or the file name the dynamic linker resolved
-/// (`libnvrtc.so.12`) when it came from the library path. Errors with
+/// The NVRTC library in use: its full path (on Linux also when the dynamic linker found it;
+/// elsewhere then the file name it was asked for, such as `libnvrtc.so`). Errors with
 /// [`GpuError::NoCompiler`] (or [`GpuError::CompilerUnusable`]) saying what to install. The
 /// crate docs ("Finding NVRTC") list where it is looked for.
 pub fn compiler_library() -> Result<PathBuf> {

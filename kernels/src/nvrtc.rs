@@ -327,6 +327,27 @@ impl Nvrtc {
     }
 }
 
+/// The one NVRTC library mapped into this process (from `/proc/self/maps`), if there is
+/// exactly one: the file the dynamic linker resolved a bare name to.
+fn mapped_nvrtc() -> Option<PathBuf> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let mut found: Vec<PathBuf> = maps
+        .lines()
+        .filter_map(|line| line.split_whitespace().nth(5))
+        .map(PathBuf::from)
+        .filter(|path| {
+            path.file_name()
+                .and_then(OsStr::to_str)
+                .is_some_and(|name| name.starts_with("libnvrtc.so"))
+        })
+        .collect();
+    found.dedup();
+    match found.as_slice() {
+        [one] => Some(one.clone()),
+        _ => None,
+    }
+}
+
 /// The file names the dynamic linker is asked for, in order, before any folder is searched.
 fn linker_names() -> Vec<OsString> {
     if cfg!(unix) {
@@ -354,7 +375,13 @@ fn load() -> Result<Nvrtc> {
     if !explicit {
         for name in linker_names() {
             match Nvrtc::open(&name) {
-                Ok(nvrtc) => return Ok(nvrtc),
+                Ok(mut nvrtc) => {
+                    // Say which file the linker took, where the system can tell.
+                    if let Some(path) = mapped_nvrtc() {
+                        nvrtc.path = path;
+                    }
+                    return Ok(nvrtc);
+                }
                 // A name the linker does not find (or finds only for another machine) is not
                 // worth reporting: the folders below are searched next.
                 Err(OpenError::Load(_)) => {}

@@ -208,24 +208,22 @@ fn without_nvrtc_the_error_says_what_to_install() {
     }
 }
 
-/// NVRTC in a virtualenv is found through `VIRTUAL_ENV` alone: the virtualenv is made here
-/// with a link to the NVRTC folder that `KERNELS_NVRTC_DIR` names (a `pip install --target`
-/// folder), as pip would lay it out.
+/// NVRTC in a virtualenv is found through `VIRTUAL_ENV` alone: the virtualenv is made here,
+/// as pip lays it out, with a link to the folder of the NVRTC this process uses. Where the
+/// dynamic linker finds NVRTC itself (a toolkit in the `ldconfig` cache), that one comes
+/// first, as documented, and the child only checks that it compiles.
 #[test]
-#[ignore = "requires NVRTC in a pip --target folder named by KERNELS_NVRTC_DIR"]
+#[ignore = "requires NVRTC (see the crate docs, \"Finding NVRTC\")"]
 fn nvrtc_in_a_virtualenv_is_found() {
     if std::env::var_os(CHILD).is_none() {
-        let target = std::env::var_os(NVRTC_DIR_VAR).expect("KERNELS_NVRTC_DIR must be set");
-        let lib = Path::new(&target).join("nvidia/cuda_nvrtc/lib");
-        assert!(
-            lib.join("libnvrtc.so.12").is_file(),
-            "no libnvrtc.so.12 in {lib:?}"
-        );
+        let library = kernels::compiler_library().expect("NVRTC must be installed for this test");
+        let lib = library.parent().filter(|dir| dir.is_absolute());
+        let lib = lib.unwrap_or_else(|| panic!("no folder known for {library:?}"));
         let venv = empty_dir("venv");
         let site = venv.join("lib/python3.12/site-packages/nvidia/cuda_nvrtc");
         std::fs::create_dir_all(&site).unwrap();
         #[cfg(unix)]
-        std::os::unix::fs::symlink(&lib, site.join("lib")).unwrap();
+        std::os::unix::fs::symlink(lib, site.join("lib")).unwrap();
         let home = empty_dir("venv-home");
         rerun(
             "nvrtc_in_a_virtualenv_is_found",
@@ -237,7 +235,16 @@ fn nvrtc_in_a_virtualenv_is_found() {
     }
     let library = kernels::compiler_library().unwrap();
     let venv = std::env::var_os("VIRTUAL_ENV").unwrap();
-    assert!(library.starts_with(&venv), "{library:?} is not in {venv:?}");
+    println!("NVRTC from {}", library.display());
+    if !library.starts_with(&venv) {
+        // Only the dynamic linker's own search comes before the virtualenv.
+        let linker_found = std::env::var_os("LD_LIBRARY_PATH").is_none()
+            && std::process::Command::new("ldconfig")
+                .arg("-p")
+                .output()
+                .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("libnvrtc.so"));
+        assert!(linker_found, "{library:?} is not in {venv:?}");
+    }
     assert_eq!(
         check_modules(&[PROBE]).unwrap().len(),
         CHECKED_ARCHITECTURES.len()
