@@ -7,7 +7,7 @@
 use fhe_pbs::source::MODULES;
 
 #[test]
-#[ignore = "requires NVRTC (libnvrtc) on the library path"]
+#[ignore = "requires NVRTC (see kernels, \"Finding NVRTC\")"]
 fn every_module_compiles() {
     for (module, cc, bytes) in kernels::check_modules(MODULES).unwrap() {
         println!("{module:>10} {cc}: {bytes} bytes");
