@@ -5,7 +5,9 @@
 //! Ids are `<op>/<backend>` for one ciphertext (latency, host to host: upload, kernels,
 //! download) with op `ks`, `pbs`, `ks-pbs` and backend `cpu`, `cuda-low-latency`,
 //! `cuda-amortized`; and `ks-pbs-batch/<backend>/<size>` for batches of 1 to 16,384
-//! ciphertexts (GPU; the CPU up to 256), throughput in ciphertexts. Keys come from a fixed
+//! ciphertexts (GPU; the CPU up to 256), throughput in ciphertexts; and
+//! `ks-pbs/cuda-low-latency-standard-switch`, the set run with the plain rounding modulus
+//! switch instead of its centered-mean one (what the latter costs). Keys come from a fixed
 //! seed; every output is decrypted and checked once before timing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -82,7 +84,7 @@ fn fhe_pbs(c: &mut Criterion) {
 
 #[cfg(feature = "cuda")]
 fn cuda(c: &mut Criterion, keys: &EvaluationKeys, client: &ClientKey, inputs: &[LweCiphertext]) {
-    use fhe_pbs::{Cuda, Engine};
+    use fhe_pbs::{Cuda, Engine, ModulusSwitchType, ParameterSpec, Parameters};
     let amortized = match Cuda::new(keys, Engine::Amortized) {
         Ok(gpu) => gpu,
         Err(why) => {
@@ -94,6 +96,29 @@ fn cuda(c: &mut Criterion, keys: &EvaluationKeys, client: &ClientKey, inputs: &[
     let max = BATCHES[BATCHES.len() - 1];
     bench_backend(c, "cuda-low-latency", &low_latency, client, inputs, 16);
     bench_backend(c, "cuda-amortized", &amortized, client, inputs, max);
+
+    // What the set's centered-mean modulus switch costs: the same keys run with plain rounding.
+    let standard = Parameters::new(ParameterSpec {
+        modulus_switch: ModulusSwitchType::Standard,
+        ..*PARAM_MESSAGE_2_CARRY_2.spec()
+    })
+    .unwrap();
+    let standard_keys = EvaluationKeys::from_parts(
+        standard,
+        keys.bootstrap_key().clone(),
+        keys.keyswitch_key().clone(),
+    )
+    .unwrap();
+    let standard_gpu = Cuda::new(&standard_keys, Engine::LowLatency).unwrap();
+    let lut = LookupTable::new(&standard, f).unwrap();
+    let out = standard_gpu.keyswitch_bootstrap(&inputs[3], &lut).unwrap();
+    assert_eq!(client.decrypt(&out).unwrap(), f(3));
+    let mut group = c.benchmark_group("fhe_pbs");
+    group.sample_size(10);
+    group.bench_function("ks-pbs/cuda-low-latency-standard-switch", |b| {
+        b.iter(|| standard_gpu.keyswitch_bootstrap(&inputs[3], &lut).unwrap())
+    });
+    group.finish();
 }
 
 #[cfg(not(feature = "cuda"))]

@@ -14,7 +14,9 @@ use crate::progress::Progress;
 use crate::table::{Check, Row, row};
 use crate::{median_of, wall};
 
-const KS_PBS: &str = "TFHE KS+PBS (2_2, 2^-128)";
+/// The rows' name: the set, and its failure probability as tfhe-rs states it for the set run
+/// as here (with its centered-mean modulus switch).
+const KS_PBS: &str = "TFHE KS+PBS (2_2, p_fail 2^-129.58 per tfhe-rs)";
 
 /// Steps of [`cpu_rows`]: the keys, then its rows.
 pub const CPU_STEPS: u64 = 3;
@@ -177,4 +179,16 @@ pub fn cuda_rows(
         rows.extend(rows_of(engine, &name, reference, batch, check, progress)?);
     }
     Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_row_name_states_the_failure_probability_tfhe_rs_states() {
+        let log2 = PARAM_MESSAGE_2_CARRY_2.log2_failure_probability();
+        assert_eq!(log2, Some(-129.581));
+        assert!(KS_PBS.contains("2^-129.58 "), "{KS_PBS}");
+    }
 }

@@ -2,7 +2,8 @@
 //
 // Conventions are those of fhe-pbs/src (lib.rs): u64 torus with wrapping arithmetic, LWE =
 // mask then body, GLWE = k masks then the body, key-switching key input-coefficient major with
-// level 1 first, Fourier bootstrap key = the CPU FourierBootstrapKey divided by N/2, with each
+// the least significant level first (tfhe-rs's layout), Fourier bootstrap key (level 1 first)
+// = the CPU FourierBootstrapKey divided by N/2, with each
 // polynomial's N/2 complex values permuted into bit-reversed order (see below) and each GGSW's
 // polynomials stored column by column: (row, column c) at c (k + 1) l + row.
 //
@@ -41,6 +42,7 @@ struct FheShape {
     u32 level_count;           // PBS decomposition l
     u32 ks_base_log;           // key-switch decomposition b
     u32 ks_level_count;        // key-switch decomposition l
+    u32 centered_switch;       // 1: ModulusSwitchType::CenteredMeanNoiseReduction
 };
 
 // ---------------------------------------------------------------------------------------
@@ -52,15 +54,21 @@ __device__ __forceinline__ u32 modulus_switch(u64 x, u32 log2_2n) {
     return (u32)(switched & ((1ull << log2_2n) - 1));
 }
 
-// The rounded decomposition state of decomposition.rs: x rounded to the closest multiple of
-// 2^dropped (ties up), keeping the top b l bits.
+// The balanced decomposition state of decomposition.rs (tfhe-rs's init_decomposer_state): x
+// rounded to V, the closest multiple of 2^dropped (ties up) keeping the top b l bits, then
+// V - 2^(b l) when V > 2^(b l - 1), or V = 2^(b l - 1) with the rounding bit set.
 __device__ __forceinline__ u64 decomposition_state(u64 x, u32 dropped) {
     if (dropped == 0) return x;
-    return ((x >> dropped) + ((x >> (dropped - 1)) & 1)) & (~0ull >> dropped);
+    const u64 rounding_bit = (x >> (dropped - 1)) & 1;
+    const u64 value = ((x >> dropped) + rounding_bit) & (~0ull >> dropped);
+    const u64 half = 1ull << (63 - dropped);
+    const u64 balance = (u64)(value > half) | ((u64)(value == half) & rounding_bit);
+    return value - (balance << (64 - dropped));
 }
 
-// The next digit from the least significant level up (decomposition.rs's carry rule: take
-// -B/2 on a tie exactly when bit b - 1 of the remaining state is set).
+// The next digit from the least significant level up (decomposition.rs's next_digit, tfhe-rs's
+// decompose_one_level): the state shifts arithmetically, and a tie takes -B/2 exactly when
+// bit b - 1 of the remaining state is set.
 __device__ __forceinline__ i64 next_digit(u64 &state, u32 b) {
     if (b >= 64) {  // one level of 64 bits: the digit is the value itself
         i64 digit = (i64)state;
@@ -70,7 +78,7 @@ __device__ __forceinline__ i64 next_digit(u64 &state, u32 b) {
     u64 mask = (1ull << b) - 1;
     u64 half = 1ull << (b - 1);
     u64 raw = state & mask;
-    u64 rest = state >> b;
+    u64 rest = (u64)((i64)state >> b);
     u64 carry = (u64)(raw > half) | ((u64)(raw == half) & (rest >> (b - 1)) & 1ull);
     state = rest + carry;
     return (i64)(raw - (carry << b));
@@ -85,13 +93,47 @@ __device__ __forceinline__ u64 rotated(const u64 *p, u32 a, u32 t, u32 n_poly) {
     return negate ? 0ull - v : v;
 }
 
-// Every word of `words` u64 switched to 2N = 2^log2_2n.
-extern "C" __global__ void fhe_modulus_switch(const u64 *__restrict__ input,
-                                              u32 *__restrict__ output, u64 words,
-                                              u32 log2_2n) {
-    for (u64 i = global_thread_index(); i < words; i += grid_thread_count()) {
-        output[i] = modulus_switch(input[i], log2_2n);
+// The body of the LWE ciphertext `in` (n mask words, then the body) switched to
+// 2N = 2^log2_2n as modswitch.rs switches it: rounded, after the centered-mean correction
+// (tfhe-rs's lwe_ciphertext_centered_binary_modulus_switch) when `centered`. Every thread of
+// the block calls it with the same arguments and gets the same value. Each warp sums the mask
+// words' rounding errors on its own (lane-strided, then a butterfly of shuffles): no shared
+// memory and no barrier, at about n / 32 words per thread once per bootstrap. Warps have 32
+// threads, or 16 for the last warp of a block of 48 (the amortized kernel for k + 1 = 3 and
+// N = 512).
+__device__ u32 switched_body(const u64 *in, u32 n, u32 log2_2n, u32 centered) {
+    if (!centered) return modulus_switch(in[n], log2_2n);
+    const u32 lane = threadIdx.x % 32;
+    const u32 lanes = min(32u, blockDim.x - (threadIdx.x - lane));
+    const u32 dropped = 64 - log2_2n;
+    u64 halves = 0;
+    int halving_errors = 0;
+    for (u32 t = lane; t < n; t += lanes) {
+        const u64 a = in[t];
+        const i64 error = (i64)(((u64)modulus_switch(a, log2_2n) << dropped) - a);
+        const i64 half = error / 2;  // truncated toward zero, as tfhe-rs
+        halves += (u64)half;
+        halving_errors += (int)(2 * half - error);
     }
+    const u32 members = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1;
+    for (u32 offset = lanes / 2; offset > 0; offset /= 2) {
+        halves += __shfl_xor_sync(members, halves, offset);
+        halving_errors += __shfl_xor_sync(members, halving_errors, offset);
+    }
+    const u64 correction = halves - (u64)(i64)(halving_errors / 2) - (1ull << (dropped - 1));
+    return modulus_switch(in[n] + correction, log2_2n);
+}
+
+// modswitch.rs's modulus_switch_lwe of `count` ciphertexts of n + 1 words, one block each:
+// every mask word rounded to 2N = 2^log2_2n, the body by switched_body.
+extern "C" __global__ void fhe_modulus_switch(const u64 *__restrict__ input,
+                                              u32 *__restrict__ output, u32 n, u32 log2_2n,
+                                              u32 centered) {
+    const u64 *in = input + (u64)blockIdx.x * (n + 1);
+    u32 *out = output + (u64)blockIdx.x * (n + 1);
+    for (u32 t = threadIdx.x; t < n; t += blockDim.x) out[t] = modulus_switch(in[t], log2_2n);
+    const u32 body = switched_body(in, n, log2_2n, centered);
+    if (threadIdx.x == 0) out[n] = body;
 }
 
 // decomposition.rs's decompose_slice: out[j len + i] = digit j (level j + 1) of input[i].
@@ -130,7 +172,9 @@ extern "C" __global__ void fhe_sample_extract(const u64 *__restrict__ glwe, u64 
 
 // ---------------------------------------------------------------------------------------
 // Key switch: out = (0, ..., 0, b) - sum_{i, j} d_{i,j} KSK(i, j), keyswitch.rs's order-free
-// integer sum. A block computes KS_THREADS output words for TILE ciphertexts over a range of
+// integer sum. The key's rows of one input coefficient run from the least significant level
+// to the most significant (tfhe-rs's layout), which is the order next_digit yields the
+// digits in: digit j below is the j-th one out, of level l - j. A block computes KS_THREADS output words for TILE ciphertexts over a range of
 // input coefficients (its split), staging the digits of KS_CHUNK coefficients at a time in
 // shared memory as [coefficient][level][ciphertext] (a thread reads the TILE digits of one
 // key row with 128-bit broadcast loads), and adds its partial sum with 64-bit atomics into
@@ -195,7 +239,7 @@ __device__ __forceinline__ void keyswitch_tile(const FheShape &s, const u64 *__r
             const u32 ct = ct0 + t;
             const u64 x = ct < count ? input[(u64)ct * (in_dim + 1) + i0 + ii] : 0;
             u64 state = decomposition_state(x, dropped);
-            for (u32 j = levels; j-- > 0;) {
+            for (u32 j = 0; j < levels; j++) {
                 ks_digits[(ii * levels + j) * TILE + t] = (Digit)next_digit(state, b);
             }
         }
@@ -283,7 +327,8 @@ FHE_DEFINE_KEYSWITCH(fhe_keyswitch_narrow_t32, 32, true)
 // load touches fall on distinct banks.
 #define KSM_STRIDE (KSM_K + 16)
 
-// D[ct][i l + j] = digit j of input coefficient i of ciphertext ct, for ct < count.
+// D[ct][i l + j] = digit j (the j-th out of next_digit, level l - j: the key's row order) of
+// input coefficient i of ciphertext ct, for ct < count.
 extern "C" __global__ void fhe_keyswitch_digits(const FheShape s, const u64 *__restrict__ input,
                                                 signed char *__restrict__ digits, u32 count) {
     const u32 in_dim = s.glwe_dimension * s.polynomial_size;
@@ -296,7 +341,7 @@ extern "C" __global__ void fhe_keyswitch_digits(const FheShape s, const u64 *__r
         const u32 i = (u32)(idx % in_dim);
         u64 state = decomposition_state(input[ct * (in_dim + 1) + i], dropped);
         signed char *out = digits + ct * in_dim * levels + (u64)i * levels;
-        for (u32 j = levels; j-- > 0;) out[j] = (signed char)next_digit(state, b);
+        for (u32 j = 0; j < levels; j++) out[j] = (signed char)next_digit(state, b);
     }
 }
 
@@ -1004,18 +1049,20 @@ __device__ __forceinline__ double digit_to_double(i64 digit) {
 
 // The digit of a single decomposition level of base 2^B (B <= 31) of x, as a double: what
 // decomposition_state and next_digit give for LEVELS = 1, from x's high word alone (the
-// rounding bit, 63 - B, is at least 32). With S = 32 - B the state is round(hi / 2^S) mod 2^B,
-// and the balanced digit (on a tie, state = 2^(B - 1), it stays positive: nothing is left above
-// it) is sext_B(state - 1) + 1 = ((int)(hi - 2^(S - 1)) >> S) + 1, the + 1 being folded into the
-// subtraction of the conversion: 4 instructions instead of 10. Checked against
-// decomposition_state and next_digit for every high word at B = 1, 22, 23 and 31, and on every
-// 4099th for the other B.
+// rounding bit, 63 - B, is at least 32). With S = 32 - B the rounded value is
+// V = round(hi / 2^S) mod 2^B, and its balanced digit is sext_B(V - 1) + 1 =
+// ((int)(hi - 2^(S - 1)) >> S) + 1, the + 1 being folded into the subtraction of the
+// conversion, except on the tie V = 2^(B - 1) reached by rounding up (the top B + 1 bits of hi,
+// value and rounding bit, are 2^B - 1), which tfhe-rs balances to -2^(B - 1).
+// fhe_pbs_decompose runs this path, so the GPU tests check it against decomposition.rs.
 template <u32 B>
 __device__ __forceinline__ double single_level_digit(u64 x) {
     static_assert(B >= 1 && B <= 31, "one level of at most 31 bits");
     constexpr u32 S = 32 - B;
-    const int below = (int)((u32)(x >> 32) - (1u << (S - 1))) >> S;  // the digit minus 1
-    return int_to_double_minus(below, 0x1.8p52 - 1.0);
+    const u32 hi = (u32)(x >> 32);
+    u32 below = (u32)((int)(hi - (1u << (S - 1))) >> S);  // the digit minus 1
+    if ((hi >> (S - 1)) == (1u << B) - 1) below -= 1u << B;
+    return int_to_double_minus((int)below, 0x1.8p52 - 1.0);
 }
 
 // The next digits (decomposition_state, next_digit) of the values at positions j and j + M,
@@ -1290,7 +1337,8 @@ __device__ __forceinline__ void blind_rotate_amortized(
 
     load_twiddles(tw_s, tw, M / 2);
     // ACC = (0, ..., 0, X^{-b~} LUT)
-    const u32 start = (2 * N_POLY - modulus_switch(in[n], LOG2M + 2)) & (2 * N_POLY - 1);
+    const u32 start =
+        (2 * N_POLY - switched_body(in, n, LOG2M + 2, s.centered_switch)) & (2 * N_POLY - 1);
     for (u32 t = threadIdx.x; t < N_POLY; t += THREADS) {
 #pragma unroll
         for (int r = 0; r < K1 - 1; r++) acc[r * N_POLY + t] = 0;
@@ -1363,6 +1411,22 @@ __device__ __forceinline__ void blind_rotate_amortized(
 
 FHE_DEFINE_AMORTIZED(FHE_KERNEL_NAME(fhe_blind_rotate_amortized), false)
 FHE_DEFINE_AMORTIZED(FHE_KERNEL_NAME(fhe_blind_rotate_amortized_shared), true)
+
+// The PBS decomposition of `len` words as the blind rotations compute it (single_level_digit
+// for one level of at most 31 bits, else decomposition_state and next_digit), laid out as
+// fhe_decompose's: out[j len + i] = digit j (level j + 1) of input[i].
+extern "C" __global__ void FHE_KERNEL_NAME(fhe_pbs_decompose)(const u64 *__restrict__ input,
+                                                               i64 *__restrict__ output,
+                                                               u64 len) {
+    for (u64 i = global_thread_index(); i < len; i += grid_thread_count()) {
+        if constexpr (FHE_LEVELS == 1 && FHE_BASE_LOG <= 31) {
+            output[i] = (i64)single_level_digit<FHE_BASE_LOG>(input[i]);
+        } else {
+            u64 state = decomposition_state(input[i], 64 - FHE_BASE_LOG * FHE_LEVELS);
+            for (u32 j = FHE_LEVELS; j-- > 0;) output[(u64)j * len + i] = next_digit(state, FHE_BASE_LOG);
+        }
+    }
+}
 
 // ---------------------------------------------------------------------------------------
 // Blind rotation, low latency (Hopper, sm_90+): one bootstrap per thread-block cluster of K1
@@ -1706,7 +1770,8 @@ __device__ __forceinline__ void blind_rotate_cluster(
         if (n > 0) prefetch_to_l2(key_column, KEY_BYTES);
     }
     load_twiddles_together<THREADS, M - 1>(work, tw_staged);
-    const u32 start = (2 * N_POLY - modulus_switch(in[n], LOG2M + 2)) & (2 * N_POLY - 1);
+    const u32 start =
+        (2 * N_POLY - switched_body(in, n, LOG2M + 2, s.centered_switch)) & (2 * N_POLY - 1);
     for (u32 t = threadIdx.x; t < n; t += THREADS) {
         mask_switched[t] = modulus_switch(in[t], LOG2M + 2);
     }

@@ -1,20 +1,25 @@
 //! Times both CUDA engines on `PARAM_MESSAGE_2_CARRY_2` and checks their results against the
 //! CPU: the latency of one key switch + bootstrap, and the throughput of batches.
 //!
-//! `cargo run --release -p fhe-pbs --example gpu_timing [-- SIZES...]` (default sizes
-//! 1 16 256 4096 16384).
+//! `cargo run --release -p fhe-pbs --example gpu_timing [-- [--standard-switch] SIZES...]`
+//! (default sizes 1 16 256 4096 16384). `--standard-switch` runs the set with the plain
+//! rounding modulus switch instead of its centered-mean one, to see what the latter costs.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
 
 use fhe_pbs::{
     BlindRotationMode, Bootstrapper, ClientKey, Cpu, Csprng, Cuda, Engine, EvaluationKeys,
-    LookupTable, LweCiphertext, PARAM_MESSAGE_2_CARRY_2,
+    LookupTable, LweCiphertext, ModulusSwitchType, PARAM_MESSAGE_2_CARRY_2, ParameterSpec,
+    Parameters,
 };
 
 fn main() -> Result<(), fhe_pbs::Error> {
-    let sizes: Vec<usize> = std::env::args()
-        .skip(1)
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let standard_switch = args.iter().any(|a| a == "--standard-switch");
+    let sizes: Vec<usize> = args
+        .iter()
+        .filter(|a| *a != "--standard-switch")
         .map(|a| a.parse().expect("batch sizes are integers"))
         .collect();
     let sizes = if sizes.is_empty() {
@@ -22,7 +27,15 @@ fn main() -> Result<(), fhe_pbs::Error> {
     } else {
         sizes
     };
-    let params = PARAM_MESSAGE_2_CARRY_2;
+    let params = if standard_switch {
+        Parameters::new(ParameterSpec {
+            modulus_switch: ModulusSwitchType::Standard,
+            ..*PARAM_MESSAGE_2_CARRY_2.spec()
+        })?
+    } else {
+        PARAM_MESSAGE_2_CARRY_2
+    };
+    println!("modulus switch: {:?}", params.modulus_switch());
     let mut rng = Csprng::from_seed([42; 32]);
     let start = Instant::now();
     let client = ClientKey::generate(params, &mut rng);

@@ -1,15 +1,16 @@
 //! The bootstrap key: GGSW encryptions of the small key's bits under the GLWE key.
 //!
-//! Layout (`BootstrapKey::as_slice`), all `u64`: `n` GGSW ciphertexts one after the other,
-//! each `l (k + 1) (k + 1) N` words. Inside GGSW `i`: `l` level matrices, level 1 (the most
-//! significant, factor `f_1 = 2^(64 - b)`) first; each has `k + 1` rows; each row is a GLWE
+//! Layout (`BootstrapKey::as_slice`), all `u64`, tfhe-rs's `LweBootstrapKey`: `n` GGSW
+//! ciphertexts one after the other, each `l (k + 1) (k + 1) N` words. Inside GGSW `i`: `l`
+//! level matrices, from the least significant (level `l`) to the most significant (level 1,
+//! factor `2^(64 - b)`), as tfhe-rs stores them; each has `k + 1` rows; each row is a GLWE
 //! ciphertext ([`crate::glwe`] layout: `k` masks then the body, `N` coefficients each). So
-//! polynomial `c` of row `r` of level `j` (from 0) of GGSW `i` starts at word
-//! `(((i l + j) (k + 1) + r) (k + 1) + c) N`.
+//! polynomial `c` of row `r` of the level matrix at position `m` (from 0; level `l - m`) of
+//! GGSW `i` starts at word `(((i l + m) (k + 1) + r) (k + 1) + c) N`.
 //!
-//! Row `r` of level `j` encrypts, as in tfhe-rs, the plaintext `-s_i f_j S_r` for `r < k`
-//! and `s_i f_j` (a constant polynomial) for `r = k`, with `f_j = 2^(64 - (j + 1) b)`, so its
-//! phase is `s_i f_j` times the gadget's `r`-th unit vector dotted with `(-S, 1)`.
+//! Row `r` of level `j` (1-based) encrypts, as in tfhe-rs, the plaintext `-s_i f_j S_r` for
+//! `r < k` and `s_i f_j` (a constant polynomial) for `r = k`, with `f_j = 2^(64 - j b)`, so
+//! its phase is `s_i f_j` times the gadget's `r`-th unit vector dotted with `(-S, 1)`.
 
 use rayon::prelude::*;
 
@@ -18,7 +19,7 @@ use crate::keys::{GlweSecretKey, LweSecretKey};
 use crate::params::{
     DecompositionParams, GlweDimension, LweDimension, NoiseDistribution, PolynomialSize,
 };
-use crate::polynomial::{ExactMultiplier, check_len};
+use crate::polynomial::{ExactMultiplier, check_len, checked_size};
 use crate::rng::Csprng;
 
 /// A bootstrap key in the standard (coefficient) domain; see the module docs for its layout.
@@ -89,7 +90,8 @@ impl BootstrapKey {
     /// # Errors
     ///
     /// [`Error::DimensionMismatch`] when the length does not match the dimensions or one is 0;
-    /// [`Error::InvalidParameter`] for a bad decomposition.
+    /// [`Error::SizeOverflow`] when their product overflows; [`Error::InvalidParameter`] for
+    /// a bad decomposition.
     pub fn from_vec(
         data: Vec<u64>,
         lwe_dimension: LweDimension,
@@ -106,12 +108,19 @@ impl BootstrapKey {
                 got: 0,
             });
         }
-        let k1 = glwe_dimension.0 + 1;
-        check_len(
-            "bootstrap key length",
-            lwe_dimension.0 * decomposition.level_count.0 * k1 * k1 * polynomial_size.0,
-            data.len(),
+        let k1 = glwe_dimension.0.saturating_add(1);
+        let what = "bootstrap key length";
+        let expected = checked_size(
+            what,
+            &[
+                lwe_dimension.0,
+                decomposition.level_count.0,
+                k1,
+                k1,
+                polynomial_size.0,
+            ],
         )?;
+        check_len(what, expected, data.len())?;
         Ok(Self {
             data,
             lwe_dimension,
@@ -229,10 +238,11 @@ fn fill_ggsw_bodies(
     let k = key.len() / n;
     let row_len = (k + 1) * n;
     let b = decomposition.base_log.0;
+    let levels = decomposition.level_count.0;
     for (index, row) in ggsw.chunks_exact_mut(row_len).enumerate() {
-        let level = index / (k + 1);
+        let level = levels - index / (k + 1);
         let r = index % (k + 1);
-        let factor = bit.wrapping_mul(1u64 << (64 - (level + 1) * b));
+        let factor = bit.wrapping_mul(1u64 << (64 - level * b));
         let (masks, body) = row.split_at_mut(k * n);
         if r < k {
             for (c, &s) in body.iter_mut().zip(&key[r * n..(r + 1) * n]) {

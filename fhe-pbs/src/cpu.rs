@@ -14,7 +14,7 @@ use crate::keys::EvaluationKeys;
 use crate::keyswitch::keyswitch;
 use crate::lut::LookupTable;
 use crate::lwe::LweCiphertext;
-use crate::modswitch::{log2_2n, modulus_switch_unchecked};
+use crate::modswitch::{log2_2n, switch_lwe_unchecked};
 use crate::params::Parameters;
 use crate::polynomial::{ExactMultiplier, check_len, multiply_by_monomial_unchecked};
 
@@ -127,11 +127,8 @@ impl Cpu {
             lut.polynomial_size().0,
         )?;
         let log2_2n = log2_2n(params.polynomial_size())?;
-        let switched: Vec<usize> = ciphertext
-            .as_slice()
-            .iter()
-            .map(|&x| modulus_switch_unchecked(x, log2_2n))
-            .collect();
+        let switched =
+            switch_lwe_unchecked(ciphertext.as_slice(), log2_2n, params.modulus_switch());
         let acc = match (&self.fourier, self.mode) {
             (Some(fourier), BlindRotationMode::Fft) => {
                 blind_rotate_fft(params, fourier, &switched, lut.polynomial())
@@ -268,7 +265,11 @@ pub(crate) fn blind_rotate_exact(
                 || ExactMultiplier::new(n),
                 |multiplier, (c, out)| {
                     for (row, digit_poly) in digits.chunks_exact(n).enumerate() {
-                        let key_poly = &ggsw[(row * k1 + c) * n..(row * k1 + c + 1) * n];
+                        // Digit row (level j, polynomial r) meets the key's row r of level j,
+                        // whose level matrix is stored least significant first.
+                        let (j, r) = (row / k1, row % k1);
+                        let key_row = (rows / k1 - 1 - j) * k1 + r;
+                        let key_poly = &ggsw[(key_row * k1 + c) * n..(key_row * k1 + c + 1) * n];
                         multiplier.mul_add(out, digit_poly, key_poly);
                     }
                 },

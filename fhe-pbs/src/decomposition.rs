@@ -1,30 +1,37 @@
-//! The balanced signed gadget decomposition with rounding (tfhe-rs's `SignedDecomposer`).
+//! The balanced signed gadget decomposition with rounding, bit for bit tfhe-rs 1.8's
+//! `SignedDecomposer` (`tfhe/src/core_crypto/commons/math/decomposition/`).
 //!
 //! With base `B = 2^b` and `l` levels, a torus element `x` (a `u64`) is first rounded to the
 //! closest multiple of `2^(64 - b l)`, ties (exactly half-way) rounding up, and wrapping to 0
-//! at the top ([`closest_representable`]). The rounded value `x~ = V * 2^(64 - b l)` then
-//! satisfies, mod `2^64`,
+//! at the top ([`closest_representable`]): `V = round(x / 2^(64 - b l)) mod B^l`. The
+//! decomposition writes `V` as
 //!
 //! ```text
-//! x~ = sum_{j=1..l} d_j * 2^(64 - j b),    d_j in [-B/2, B/2]
+//! V = sum_{j=1..l} d_j * B^(l - j)  (mod B^l),    d_j in [-B/2, B/2]
 //! ```
 //!
-//! where level 1 is the most significant. The digits are found from the least significant
-//! level up: take the `b` low bits `r` of the running state `V` and shift them out; the digit
-//! is `r` or `r - B` (adding a carry of 1 to the state). The carry is taken when `r > B/2`;
-//! when `r = B/2` exactly (a tie), it is taken when the top bit (bit `b - 1`) of the
-//! remaining, already shifted state is set, i.e. when the next more significant raw digit
-//! would itself be `>= B/2`. This is the rule of tfhe-rs's `decompose_one_level`
-//! (`tfhe/src/core_crypto/commons/math/decomposition/iter.rs`, used by
-//! `SignedDecompositionIter`): its carry is bit `b - 1` of `((r - 1) | state) & r`. Below the
-//! top level both `+B/2` and `-B/2` occur, equally often for uniform inputs (mean 0); at the
-//! top level the remaining state is 0 (or a carry of 1), so for `b >= 2` a tie there always
-//! stays `+B/2` (with one level, as in the PBS of both predefined sets, every tie is `+B/2`).
-//! For uniform inputs every level has `E[d^2]` close to `(B^2 + 2) / 12`.
+//! where level 1 is the most significant, so that `x~ = V * 2^(64 - b l)` is
+//! `sum_j d_j * 2^(64 - j b)` mod `2^64`. The rules, as tfhe-rs's `init_decomposer_state`
+//! and `decompose_one_level`:
+//!
+//! 1. **Balance the whole value first.** `V` is read as a signed state `S = V - B^l` when
+//!    `V > B^l / 2`, or when `V = B^l / 2` and the rounding bit (bit `63 - b l` of `x`, the
+//!    one that decided the rounding) is set; else `S = V`.
+//! 2. **Digits from the least significant level up.** Take the `b` low bits `r` of `S` and
+//!    shift them out (an arithmetic shift: `S` may be negative); the digit is `r`, or `r - B`
+//!    with a carry of 1 added to `S`. The carry is taken when `r > B/2`, and on a tie
+//!    (`r = B/2`) when bit `b - 1` of the shifted state is set (the next raw digit is itself
+//!    `>= B/2`, or, at the top level, `S` was negative).
+//!
+//! So below the top level both `+B/2` and `-B/2` occur on ties; at the top level a tie is
+//! `-B/2` exactly when step 1 balanced the value (before tfhe-rs balanced the state, a top
+//! tie was always `+B/2`; `tests/tfhe_rs.rs` checks the digits against tfhe-rs 1.8.2's). tfhe-rs requires
+//! `b l < 64`; with `b l = 64` there is no rounding bit, and this crate reads `V = x` as a
+//! signed state (the same residues, top digit `-2^(b-1)` on the tie `x = 2^63`).
 //!
 //! Digits are returned as `i64`, most significant level first (`digits[0]` is level 1, of
 //! weight `2^(64 - b)`). For `b = 64` the digit `+2^63` reads as `i64::MIN`, the same
-//! residue mod `2^64`.
+//! residue mod `2^64`. For uniform inputs every level has `E[d^2]` close to `(B^2 + 2) / 12`.
 
 use crate::error::Error;
 use crate::params::DecompositionParams;
@@ -153,47 +160,59 @@ impl Decomposer {
             }
             return;
         }
-        let (mask, half) = (self.mask, self.half);
-        let dropped = self.dropped;
         for (s, &x) in states.iter_mut().zip(input) {
-            *s = if dropped == 0 {
-                x
-            } else {
-                ((x >> dropped) + ((x >> (dropped - 1)) & 1)) & (u64::MAX >> dropped)
-            };
+            *s = self.balanced_state(x);
         }
         for j in (0..levels).rev() {
             let row = &mut out[j * level_stride..j * level_stride + len];
             for (d, s) in row.iter_mut().zip(states.iter_mut()) {
-                let raw = *s & mask;
-                let rest = *s >> b;
-                let carry =
-                    u64::from(raw > half) | (u64::from(raw == half) & (rest >> (b - 1)) & 1);
-                *s = rest + carry;
-                *d = raw.wrapping_sub(carry << b) as i64;
+                *d = self.next_digit(s);
             }
         }
+    }
+
+    /// Step 1 of the module docs: `x` rounded to `V` and balanced, as a two's-complement
+    /// state.
+    #[inline]
+    fn balanced_state(&self, x: u64) -> u64 {
+        let dropped = self.dropped;
+        if dropped == 0 {
+            return x;
+        }
+        let rounding_bit = (x >> (dropped - 1)) & 1;
+        let value = ((x >> dropped) + rounding_bit) & (u64::MAX >> dropped);
+        let half = 1u64 << (63 - dropped);
+        let balance = value > half || (value == half && rounding_bit == 1);
+        value.wrapping_sub(u64::from(balance) << (64 - dropped))
+    }
+
+    /// Step 2 of the module docs: the next digit from the least significant level up, for
+    /// `b < 64`.
+    #[inline]
+    fn next_digit(&self, state: &mut u64) -> i64 {
+        let b = self.base_log;
+        let raw = *state & self.mask;
+        let rest = ((*state as i64) >> b) as u64;
+        let carry =
+            u64::from(raw > self.half) | (u64::from(raw == self.half) & (rest >> (b - 1)) & 1);
+        *state = rest.wrapping_add(carry);
+        raw.wrapping_sub(carry << b) as i64
     }
 
     /// Writes the digits of `x` into `digits` (most significant level first); `digits.len()`
     /// must be the level count.
     #[inline]
     pub(crate) fn decompose(&self, x: u64, digits: &mut [i64]) {
-        let b = self.base_log;
-        let mut state = if self.dropped == 0 {
-            x
-        } else {
-            // Round to the closest multiple of 2^dropped (ties up), keeping the top b l bits;
-            // a carry into bit b l is 2^64, i.e. 0.
-            ((x >> self.dropped) + ((x >> (self.dropped - 1)) & 1)) & (u64::MAX >> self.dropped)
-        };
+        if self.base_log >= 64 {
+            // One level of 64 bits: the digit is x itself (+2^63 reading as -2^63).
+            if let Some(digit) = digits.first_mut() {
+                *digit = x as i64;
+            }
+            return;
+        }
+        let mut state = self.balanced_state(x);
         for digit in digits.iter_mut().rev() {
-            let raw = state & self.mask;
-            state = state.checked_shr(b).unwrap_or(0);
-            let carry =
-                u64::from(raw > self.half || (raw == self.half && (state >> (b - 1)) & 1 == 1));
-            state += carry;
-            *digit = raw.wrapping_sub(carry.checked_shl(b).unwrap_or(0)) as i64;
+            *digit = self.next_digit(&mut state);
         }
     }
 }

@@ -22,6 +22,13 @@ pub enum Error {
         /// The size given.
         got: usize,
     },
+    /// Dimensions whose product (a number of words) does not fit a `usize`, or a buffer of
+    /// that many words that cannot be allocated.
+    #[error("{what}: the dimensions' product overflows or cannot be allocated")]
+    SizeOverflow {
+        /// The thing whose size it is ("GLWE ciphertext length", ...).
+        what: &'static str,
+    },
     /// A cleartext message outside `[0, p)`.
     #[error("message {message} is out of range: messages must lie in [0, {modulus})")]
     MessageOutOfRange {

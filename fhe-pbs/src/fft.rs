@@ -263,9 +263,12 @@ mod tests {
     }
 }
 
-/// A bootstrap key in the Fourier domain: every polynomial of the [`BootstrapKey`] layout
-/// replaced by its `N/2` complex values ([`NegacyclicFft`]), in the same order, so
-/// polynomial `q` of the standard key becomes `as_slice()[q N/2 .. (q + 1) N/2]`.
+/// A bootstrap key in the Fourier domain: every polynomial of the [`BootstrapKey`] replaced
+/// by its `N/2` complex values ([`NegacyclicFft`]), with each GGSW's level matrices in the
+/// order the blind rotation takes the digits, the most significant (level 1) first (the
+/// standard key stores them least significant first, as tfhe-rs does). So polynomial `c` of
+/// row `r` of level `j` (1-based) of GGSW `i` is
+/// `as_slice()[q N/2 .. (q + 1) N/2]` with `q = ((i l + j - 1) (k + 1) + r) (k + 1) + c`.
 #[derive(Clone)]
 pub struct FourierBootstrapKey {
     data: Vec<Complex64>,
@@ -295,13 +298,18 @@ impl FourierBootstrapKey {
         let polys = key.as_slice().len() / n;
         let mut data = vec![Complex64::default(); polys * half];
         let ggsw_polys = key.ggsw_len() / n;
+        let level_polys = ggsw_polys / key.decomposition().level_count.0;
         data.par_chunks_exact_mut(ggsw_polys * half)
             .zip(key.as_slice().par_chunks_exact(ggsw_polys * n))
             .for_each_init(
                 || fft.make_scratch(),
                 |scratch, (out, ggsw)| {
-                    for (o, p) in out.chunks_exact_mut(half).zip(ggsw.chunks_exact(n)) {
-                        fft.forward_u64(p, o, scratch);
+                    let levels_out = out.chunks_exact_mut(level_polys * half);
+                    let levels_in = ggsw.chunks_exact(level_polys * n).rev();
+                    for (out_level, level) in levels_out.zip(levels_in) {
+                        for (o, p) in out_level.chunks_exact_mut(half).zip(level.chunks_exact(n)) {
+                            fft.forward_u64(p, o, scratch);
+                        }
                     }
                 },
             );

@@ -12,7 +12,7 @@
 use crate::error::Error;
 use crate::lwe::LweCiphertext;
 use crate::params::{GlweDimension, PolynomialSize};
-use crate::polynomial::{ExactMultiplier, check_len};
+use crate::polynomial::{ExactMultiplier, check_len, checked_size, zeroed_words};
 
 /// A GLWE ciphertext: `k` mask polynomials then the body, `(k + 1) N` words.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -27,13 +27,17 @@ impl GlweCiphertext {
     ///
     /// # Errors
     ///
-    /// [`Error::DimensionMismatch`] when the length is not `(k + 1) N`, or `k` or `N` is 0.
+    /// [`Error::DimensionMismatch`] when the length is not `(k + 1) N`, or `k` or `N` is 0;
+    /// [`Error::SizeOverflow`] when `(k + 1) N` overflows.
     pub fn from_vec(
         data: Vec<u64>,
         glwe_dimension: GlweDimension,
         polynomial_size: PolynomialSize,
     ) -> Result<Self, Error> {
-        let expected = (glwe_dimension.0 + 1) * polynomial_size.0;
+        let expected = checked_size(
+            "GLWE ciphertext length",
+            &[glwe_dimension.0.saturating_add(1), polynomial_size.0],
+        )?;
         if glwe_dimension.0 == 0 || polynomial_size.0 == 0 {
             return Err(Error::DimensionMismatch {
                 what: "GLWE dimension and polynomial size (both at least 1)",
@@ -53,11 +57,21 @@ impl GlweCiphertext {
     ///
     /// # Errors
     ///
-    /// [`Error::DimensionMismatch`] when `body` is empty or `k = 0`.
+    /// [`Error::DimensionMismatch`] when `body` is empty or `k = 0`; [`Error::SizeOverflow`]
+    /// when `(k + 1) N` words overflow or cannot be allocated.
     pub fn trivial(body: &[u64], glwe_dimension: GlweDimension) -> Result<Self, Error> {
         let n = body.len();
-        let mut data = vec![0; (glwe_dimension.0 + 1) * n];
-        data[glwe_dimension.0 * n..].copy_from_slice(body);
+        if glwe_dimension.0 == 0 || n == 0 {
+            return Err(Error::DimensionMismatch {
+                what: "GLWE dimension and polynomial size (both at least 1)",
+                expected: 1,
+                got: 0,
+            });
+        }
+        let what = "GLWE ciphertext length";
+        let len = checked_size(what, &[glwe_dimension.0.saturating_add(1), n])?;
+        let mut data = zeroed_words(what, len)?;
+        data[len - n..].copy_from_slice(body);
         Self::from_vec(data, glwe_dimension, PolynomialSize(n))
     }
 

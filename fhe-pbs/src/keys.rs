@@ -16,6 +16,19 @@ use crate::lwe::{LweCiphertext, decode, encode, encrypt_lwe, lwe_phase};
 use crate::params::{GlweDimension, LweDimension, NoiseDistribution, Parameters, PolynomialSize};
 use crate::rng::Csprng;
 
+/// `bits` if it is a binary key (at least one word, every word 0 or 1); else they are zeroed
+/// and the error says why.
+fn binary_bits(mut bits: Vec<u64>) -> Result<Vec<u64>, Error> {
+    if bits.is_empty() || bits.iter().any(|&b| b > 1) {
+        bits.zeroize();
+        return Err(Error::InvalidParameter {
+            name: "secret key",
+            reason: "a binary key needs at least one bit, every word 0 or 1".into(),
+        });
+    }
+    Ok(bits)
+}
+
 /// A binary LWE secret key.
 #[derive(Clone)]
 pub struct LweSecretKey {
@@ -51,15 +64,9 @@ impl LweSecretKey {
     ///
     /// [`Error::InvalidParameter`] when a word is neither 0 nor 1 or the key is empty.
     pub fn from_bits(bits: Vec<u64>) -> Result<Self, Error> {
-        if bits.is_empty() || bits.iter().any(|&b| b > 1) {
-            let mut bits = bits;
-            bits.zeroize();
-            return Err(Error::InvalidParameter {
-                name: "secret key",
-                reason: "a binary key needs at least one bit, every word 0 or 1".into(),
-            });
-        }
-        Ok(Self { bits })
+        Ok(Self {
+            bits: binary_bits(bits)?,
+        })
     }
 
     /// The dimension.
@@ -135,6 +142,36 @@ impl GlweSecretKey {
             glwe_dimension,
             polynomial_size,
         }
+    }
+
+    /// A key with the given bits, `S_0` first (tfhe-rs's `GlweSecretKey` container: its `k N`
+    /// words as they are).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] when a word is neither 0 nor 1, or `k` or `N` is 0;
+    /// [`Error::DimensionMismatch`] unless there are `k N` bits.
+    pub fn from_bits(
+        bits: Vec<u64>,
+        glwe_dimension: GlweDimension,
+        polynomial_size: PolynomialSize,
+    ) -> Result<Self, Error> {
+        let expected = glwe_dimension.0.checked_mul(polynomial_size.0);
+        let mut bits = binary_bits(bits)?;
+        if expected != Some(bits.len()) {
+            let got = bits.len();
+            bits.zeroize();
+            return Err(Error::DimensionMismatch {
+                what: "GLWE secret key bits (k N)",
+                expected: expected.unwrap_or(usize::MAX),
+                got,
+            });
+        }
+        Ok(Self {
+            bits,
+            glwe_dimension,
+            polynomial_size,
+        })
     }
 
     /// `k`.
@@ -233,6 +270,40 @@ impl ClientKey {
             lwe_key,
             glwe_key,
         }
+    }
+
+    /// A client key from secret keys made elsewhere (tfhe-rs's, through their raw bits: see
+    /// [`LweSecretKey::from_bits`] and [`GlweSecretKey::from_bits`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DimensionMismatch`] when a key's dimensions disagree with `params`.
+    pub fn from_parts(
+        params: Parameters,
+        lwe_key: LweSecretKey,
+        glwe_key: GlweSecretKey,
+    ) -> Result<Self, Error> {
+        use crate::polynomial::check_len;
+        check_len(
+            "client key LWE dimension",
+            params.lwe_dimension().0,
+            lwe_key.dimension().0,
+        )?;
+        check_len(
+            "client key GLWE dimension",
+            params.glwe_dimension().0,
+            glwe_key.glwe_dimension().0,
+        )?;
+        check_len(
+            "client key polynomial size",
+            params.polynomial_size().0,
+            glwe_key.polynomial_size().0,
+        )?;
+        Ok(Self {
+            params,
+            lwe_key,
+            glwe_key,
+        })
     }
 
     /// The parameters.

@@ -1,9 +1,11 @@
 //! LWE key switching from the big key (dimension `kN`) to the small key (dimension `n`).
 //!
-//! Key layout (`KeyswitchKey::as_slice`): `input_dimension * level_count` LWE ciphertexts of
-//! `output_dimension + 1` words each, input coefficient major, level 1 (the most
-//! significant) first: ciphertext `(i, j)` starts at word `(i * l + j) * (n + 1)` and encrypts
-//! `s_in[i] * 2^(64 - (j + 1) b)` under the output key, with the LWE noise.
+//! Key layout (`KeyswitchKey::as_slice`), tfhe-rs's `LweKeyswitchKey`: `input_dimension *
+//! level_count` LWE ciphertexts of `output_dimension + 1` words each (mask, then body), input
+//! coefficient major, and within each input coefficient's block the levels from the least
+//! significant (level `l`) to the most significant (level 1), as tfhe-rs's decomposition
+//! iterator yields them: ciphertext `(i, j)` starts at word `(i * l + j) * (n + 1)` and
+//! encrypts `s_in[i] * 2^(64 - (l - j) b)` under the output key, with the LWE noise.
 //!
 //! Key switch (tfhe-rs's convention): start from the trivial ciphertext `(0, ..., 0, b)`, then
 //! for every input mask coefficient `a_i` with digits `d_{i,j}` ([`crate::decomposition`])
@@ -15,7 +17,7 @@ use crate::error::Error;
 use crate::keys::LweSecretKey;
 use crate::lwe::{LweCiphertext, dot};
 use crate::params::{DecompositionParams, LweDimension, NoiseDistribution};
-use crate::polynomial::check_len;
+use crate::polynomial::{check_len, checked_size};
 use crate::rng::Csprng;
 
 /// A key-switching key (see the module docs for its layout). `Debug` shows the dimensions,
@@ -55,8 +57,8 @@ impl KeyswitchKey {
         let width = output_key.dimension().0 + 1;
         let mut data = Vec::with_capacity(input_key.len() * levels * width);
         for &bit in input_key {
-            for j in 0..levels {
-                let plaintext = bit.wrapping_mul(1u64 << (64 - (j + 1) * b));
+            for level in (1..=levels).rev() {
+                let plaintext = bit.wrapping_mul(1u64 << (64 - level * b));
                 data.extend_from_slice(output_key.encrypt(plaintext, noise, rng).as_slice());
             }
         }
@@ -73,7 +75,8 @@ impl KeyswitchKey {
     /// # Errors
     ///
     /// [`Error::DimensionMismatch`] when `data.len()` is not `input * levels * (output + 1)`
-    /// or a dimension is 0; [`Error::InvalidParameter`] for a bad decomposition.
+    /// or a dimension is 0; [`Error::SizeOverflow`] when that product overflows;
+    /// [`Error::InvalidParameter`] for a bad decomposition.
     pub fn from_vec(
         data: Vec<u64>,
         input_dimension: LweDimension,
@@ -89,11 +92,16 @@ impl KeyswitchKey {
                 got: 0,
             });
         }
-        check_len(
-            "key-switching key length",
-            input_dimension.0 * decomposition.level_count.0 * (output_dimension.0 + 1),
-            data.len(),
+        let what = "key-switching key length";
+        let expected = checked_size(
+            what,
+            &[
+                input_dimension.0,
+                decomposition.level_count.0,
+                output_dimension.0.saturating_add(1),
+            ],
         )?;
+        check_len(what, expected, data.len())?;
         Ok(Self {
             data,
             input_dimension,
@@ -163,7 +171,7 @@ impl KeyswitchKey {
         let ct = &self.data[start..start + width];
         let phase = ct[width - 1].wrapping_sub(dot(&ct[..width - 1], output_key.as_slice()));
         let b = self.decomposition.base_log.0;
-        let plaintext = input_key[i].wrapping_mul(1u64 << (64 - (j + 1) * b));
+        let plaintext = input_key[i].wrapping_mul(1u64 << (64 - (levels - j) * b));
         Ok(phase.wrapping_sub(plaintext) as i64)
     }
 }
@@ -192,7 +200,8 @@ pub fn keyswitch(ksk: &KeyswitchKey, input: &LweCiphertext) -> Result<LweCiphert
         .zip(ksk.data.chunks_exact(levels * width))
     {
         decomposer.decompose(a, &mut digits);
-        for (&d, row) in digits.iter().zip(block.chunks_exact(width)) {
+        // Digits come most significant first; the key's rows, least significant first.
+        for (&d, row) in digits.iter().rev().zip(block.chunks_exact(width)) {
             if d == 0 {
                 continue;
             }

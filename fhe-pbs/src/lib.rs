@@ -1,11 +1,14 @@
 //! TFHE key switching and programmable bootstrapping (PBS) on the 64-bit torus.
 //!
 //! It follows section "fhe-pbs: TFHE on the 64-bit torus" of the workspace's `SPEC.md`, that
-//! is tfhe-rs `core_crypto` conventions: the torus is `u64` with wrapping arithmetic, secret
-//! keys are binary, the pipeline is key switch then bootstrap (`KS_PBS`), with a rounding
-//! modulus switch to `2N`, a balanced signed gadget decomposition with rounding, blind
-//! rotation by CMux (external products), sample extraction, and lookup tables with one bit of
-//! padding (`delta = 2^63 / p`).
+//! is tfhe-rs 1.8 `core_crypto` conventions: the torus is `u64` with wrapping arithmetic,
+//! secret keys are binary, the pipeline is key switch then bootstrap (`KS_PBS`), with
+//! tfhe-rs's modulus switch to `2N` (plain rounding, or its centered-mean variant, per
+//! parameter set), its balanced signed gadget decomposition with rounding, blind rotation by
+//! CMux (external products), sample extraction, and lookup tables with one bit of padding
+//! (`delta = 2^63 / p`). `tests/tfhe_rs.rs` checks the decomposition, both modulus switches,
+//! the key-switching key's layout and the key switch bit for bit against tfhe-rs 1.8.2 (a
+//! dev-dependency only).
 //!
 //! Every operation goes through the [`Bootstrapper`] trait. [`Cpu`] implements it from the
 //! [`EvaluationKeys`] in one of two [`BlindRotationMode`]s: `Exact` (integer products, the
@@ -52,12 +55,15 @@
 //!   GLWE noise.
 //! * Encoding: `m in [0, p)` becomes `m * delta`, `delta = 2^63 / p`; the top bit is padding.
 //! * Modulus switch ([`modswitch`]): `round(x 2N / 2^64) mod 2N`, computed as
-//!   `((x >> (64 - log2(2N) - 1)) + 1) >> 1`.
+//!   `((x >> (64 - log2(2N) - 1)) + 1) >> 1`, for every word; with
+//!   [`ModulusSwitchType::CenteredMeanNoiseReduction`] (the standard set's) the body is first
+//!   corrected by half the mask's rounding errors minus half a step, as tfhe-rs does.
 //! * Decomposition ([`decomposition`]): round to the closest multiple of `2^(64 - b l)` (ties
-//!   up), then balanced digits in `[-B/2, B/2]`, least significant level first; a digit equal
-//!   to `B/2` becomes `-B/2` (with a carry) exactly when bit `b - 1` of the remaining state is
-//!   set. This is tfhe-rs's `decompose_one_level` rule
-//!   (`tfhe/src/core_crypto/commons/math/decomposition/iter.rs`).
+//!   up), balance the whole rounded value into `(-B^l/2, B^l/2]` (`-B^l/2` when rounding
+//!   carried it there), then balanced digits in `[-B/2, B/2]`, least significant level first;
+//!   a digit equal to `B/2` becomes `-B/2` (with a carry) exactly when bit `b - 1` of the
+//!   remaining (signed) state is set. These are tfhe-rs's `init_decomposer_state` and
+//!   `decompose_one_level` (`tfhe/src/core_crypto/commons/math/decomposition/`).
 //! * Blind rotation: `ACC = X^{-b~} LUT`, then for each `i` the CMux
 //!   `ACC += BSK_i ⊡ (X^{a~_i} ACC - ACC)`; sample extraction of coefficient 0
 //!   ([`glwe::sample_extract`]).
@@ -72,10 +78,12 @@
 //!
 //! Everything is a plain `Vec<u64>` (the Fourier key a `Vec<Complex64>`), ready to upload as
 //! it is: LWE = mask then body ([`lwe`]); GLWE = `k` mask polynomials then the body, constant
-//! term first ([`glwe`]); key-switching key = input coefficient major, level 1 first, LWE
-//! ciphertexts of dimension `n` ([`keyswitch`]); bootstrap key = `n` GGSW, each level 1
-//! first, `k + 1` rows of GLWE ciphertexts ([`bootstrap_key`]); the Fourier key the same with
-//! every polynomial replaced by `N / 2` complex values ([`fft`]).
+//! term first ([`glwe`]); key-switching key = input coefficient major, then the levels from
+//! the least significant, LWE ciphertexts of dimension `n` ([`keyswitch`]); bootstrap key =
+//! `n` GGSW, each with its level matrices from the least significant, `k + 1` rows of GLWE
+//! ciphertexts ([`bootstrap_key`]): tfhe-rs's layouts, so their raw words cross as they are.
+//! The Fourier key has every polynomial replaced by `N / 2` complex values and the level
+//! matrices in the order the blind rotation takes the digits, level 1 first ([`fft`]).
 //!
 //! # The two blind-rotation modes
 //!
@@ -163,8 +171,8 @@ pub use lut::LookupTable;
 pub use lwe::LweCiphertext;
 pub use params::{
     DecompositionBaseLog, DecompositionLevelCount, DecompositionParams, GlweDimension,
-    LweDimension, NoiseDistribution, PARAM_MESSAGE_2_CARRY_2, PARAM_TEST_INSECURE, ParameterSpec,
-    Parameters, PolynomialSize,
+    LweDimension, ModulusSwitchType, NoiseDistribution, PARAM_MESSAGE_2_CARRY_2,
+    PARAM_TEST_INSECURE, ParameterSpec, Parameters, PolynomialSize,
 };
 pub use rng::Csprng;
 

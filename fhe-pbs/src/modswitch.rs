@@ -1,13 +1,37 @@
-//! The rounding modulus switch from `2^64` to `2N`.
+//! The modulus switch from `2^64` to `2N` of a blind rotation's input, in both of tfhe-rs
+//! 1.8's `ModulusSwitchType`s that this crate runs ([`ModulusSwitchType`]).
 //!
-//! `x~ = round(x * 2N / 2^64) mod 2N`, computed exactly as
+//! Every word is switched by rounding, `x~ = round(x * 2N / 2^64) mod 2N`, computed exactly as
 //! `((x >> (64 - log2(2N) - 1)) + 1) >> 1`, then reduced mod `2N`: keep one bit more than
 //! needed, add one half, drop it. Ties (exactly half-way) round up, and values within half a
-//! step of `2^64` wrap to 0. Integer-exact.
+//! step of `2^64` wrap to 0 (tfhe-rs's `modulus_switch`).
+//!
+//! With [`ModulusSwitchType::CenteredMeanNoiseReduction`] (tfhe-rs's
+//! `lwe_ciphertext_centered_binary_modulus_switch`) the mask is switched so, but the body is
+//! first corrected by [`centered_body_correction`]: the rounding error `e_i` of each mask word
+//! (as a signed integer, `round(a_i) - a_i` on the 64-bit torus) contributes `e_i s_i` to the
+//! phase, whose mean over a uniform binary key is `e_i / 2`; adding `sum_i e_i / 2` to the body
+//! centres that error, and subtracting half a step of `2N` (`2^(63 - log2(2N))`) centres the
+//! body's own rounding inside the lookup table's boxes. The halves are taken as tfhe-rs takes
+//! them: `h_i = e_i / 2` truncated toward zero, `r_i = 2 h_i - e_i` in `{-1, 0, 1}`, and the
+//! correction is `sum h_i - (sum r_i) / 2 - 2^(63 - log2(2N))` (the last division truncated
+//! too), mod `2^64`. Integer-exact.
 
 use crate::error::Error;
 use crate::lwe::LweCiphertext;
 use crate::params::PolynomialSize;
+
+/// How a bootstrap's input is switched from `2^64` to `2N` (tfhe-rs's `ModulusSwitchType`,
+/// less its drift-technique variant, which needs a key of its own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ModulusSwitchType {
+    /// Every word rounded (tfhe-rs's `Standard`).
+    Standard,
+    /// The mask rounded, the body corrected first (see the module docs): what tfhe-rs 1.4 and
+    /// later run for `PARAM_MESSAGE_2_CARRY_2_KS_PBS_TUNIFORM_2M128`, whose failure probability
+    /// assumes it.
+    CenteredMeanNoiseReduction,
+}
 
 /// `round(x * 2N / 2^64) mod 2N`.
 ///
@@ -19,7 +43,7 @@ pub fn modulus_switch(x: u64, polynomial_size: PolynomialSize) -> Result<usize, 
     Ok(modulus_switch_unchecked(x, log2_2n))
 }
 
-/// [`modulus_switch`] applied to every word of a ciphertext (mask then body).
+/// The switched words of a ciphertext (mask then body), as the blind rotation reads them.
 ///
 /// # Errors
 ///
@@ -27,13 +51,30 @@ pub fn modulus_switch(x: u64, polynomial_size: PolynomialSize) -> Result<usize, 
 pub fn modulus_switch_lwe(
     ciphertext: &LweCiphertext,
     polynomial_size: PolynomialSize,
+    switch_type: ModulusSwitchType,
 ) -> Result<Vec<usize>, Error> {
     let log2_2n = log2_2n(polynomial_size)?;
-    Ok(ciphertext
-        .as_slice()
-        .iter()
-        .map(|&x| modulus_switch_unchecked(x, log2_2n))
-        .collect())
+    Ok(switch_lwe_unchecked(
+        ciphertext.as_slice(),
+        log2_2n,
+        switch_type,
+    ))
+}
+
+/// What [`ModulusSwitchType::CenteredMeanNoiseReduction`] adds to the body of a ciphertext
+/// with this `mask` before switching it (see the module docs).
+///
+/// # Errors
+///
+/// As [`modulus_switch`].
+pub fn centered_body_correction(
+    mask: &[u64],
+    polynomial_size: PolynomialSize,
+) -> Result<u64, Error> {
+    Ok(centered_correction_unchecked(
+        mask,
+        log2_2n(polynomial_size)?,
+    ))
 }
 
 pub(crate) fn log2_2n(polynomial_size: PolynomialSize) -> Result<u32, Error> {
@@ -51,4 +92,41 @@ pub(crate) fn log2_2n(polynomial_size: PolynomialSize) -> Result<u32, Error> {
 pub(crate) fn modulus_switch_unchecked(x: u64, log2_2n: u32) -> usize {
     let switched = ((x >> (64 - log2_2n - 1)) + 1) >> 1;
     (switched & ((1u64 << log2_2n) - 1)) as usize
+}
+
+/// [`modulus_switch_lwe`] of the words of a ciphertext (at least the body).
+pub(crate) fn switch_lwe_unchecked(
+    words: &[u64],
+    log2_2n: u32,
+    switch_type: ModulusSwitchType,
+) -> Vec<usize> {
+    let mut switched: Vec<usize> = words
+        .iter()
+        .map(|&x| modulus_switch_unchecked(x, log2_2n))
+        .collect();
+    if let (ModulusSwitchType::CenteredMeanNoiseReduction, Some((&body, mask))) =
+        (switch_type, words.split_last())
+    {
+        let corrected = body.wrapping_add(centered_correction_unchecked(mask, log2_2n));
+        if let Some(last) = switched.last_mut() {
+            *last = modulus_switch_unchecked(corrected, log2_2n);
+        }
+    }
+    switched
+}
+
+fn centered_correction_unchecked(mask: &[u64], log2_2n: u32) -> u64 {
+    let dropped = 64 - log2_2n;
+    let mut halves = 0u64;
+    let mut halving_errors = 0i64;
+    for &a in mask {
+        let rounded = (modulus_switch_unchecked(a, log2_2n) as u64) << dropped;
+        let error = rounded.wrapping_sub(a) as i64;
+        let half = error / 2;
+        halves = halves.wrapping_add(half as u64);
+        halving_errors += 2 * half - error;
+    }
+    halves
+        .wrapping_sub((halving_errors / 2) as u64)
+        .wrapping_sub(1u64 << (dropped - 1))
 }

@@ -5,6 +5,7 @@
 //! [`Error::InvalidParameter`] for anything this crate cannot run.
 
 use crate::error::Error;
+pub use crate::modswitch::ModulusSwitchType;
 
 /// `n`: the dimension of the small LWE secret key (the key-switch output, the bootstrap input).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -150,6 +151,8 @@ pub struct ParameterSpec {
     /// power of two from 2 to `N`. One more bit of padding sits above the message:
     /// `delta = 2^63 / p`.
     pub plaintext_modulus: u64,
+    /// How the bootstrap switches its input to `2N` (tfhe-rs's `modulus_switch_noise_reduction_params`).
+    pub modulus_switch: ModulusSwitchType,
 }
 
 /// A validated parameter set.
@@ -164,10 +167,13 @@ pub struct Parameters {
     spec: ParameterSpec,
 }
 
-/// tfhe-rs's `PARAM_MESSAGE_2_CARRY_2` (`KS_PBS`, t-uniform noise, `p_fail <= 2^-128`):
-/// `n = 918`, `k = 1`, `N = 2048`, LWE t-uniform bound `2^45`, GLWE t-uniform bound `2^17`,
-/// PBS decomposition `2^23` x 1, key-switch decomposition `2^4` x 4, `p = 16` (2 bits of
-/// message and 2 of carry).
+/// tfhe-rs 1.8's `PARAM_MESSAGE_2_CARRY_2_KS_PBS_TUNIFORM_2M128` (the default
+/// `PARAM_MESSAGE_2_CARRY_2`; its numbers are those of `V1_4_...` in tfhe-rs's source, which
+/// 1.8 re-exports): `n = 918`, `k = 1`, `N = 2048`, LWE t-uniform bound `2^45`, GLWE
+/// t-uniform bound `2^17`, PBS decomposition `2^23` x 1, key-switch decomposition `2^4` x 4,
+/// `p = 16` (2 bits of message and 2 of carry), the centered-mean modulus switch. tfhe-rs
+/// states its failure probability as `2^-129.581` ([`Parameters::log2_failure_probability`]),
+/// for the set run with that switch.
 pub const PARAM_MESSAGE_2_CARRY_2: Parameters = Parameters {
     spec: ParameterSpec {
         lwe_dimension: LweDimension(918),
@@ -184,12 +190,14 @@ pub const PARAM_MESSAGE_2_CARRY_2: Parameters = Parameters {
             level_count: DecompositionLevelCount(4),
         },
         plaintext_modulus: 16,
+        modulus_switch: ModulusSwitchType::CenteredMeanNoiseReduction,
     },
 };
 
 /// A small, **insecure** set for tests and examples: `n = 256`, `k = 1`, `N = 1024`, PBS
 /// `2^23` x 1, key switch `2^4` x 4, Gaussian noise with `sigma_lwe = 2^-30` and
-/// `sigma_glwe = 2^-50` (fractions of the torus), `p = 16`.
+/// `sigma_glwe = 2^-50` (fractions of the torus), `p = 16`, the centered-mean modulus switch
+/// (as the standard set).
 pub const PARAM_TEST_INSECURE: Parameters = Parameters {
     spec: ParameterSpec {
         lwe_dimension: LweDimension(256),
@@ -210,6 +218,7 @@ pub const PARAM_TEST_INSECURE: Parameters = Parameters {
             level_count: DecompositionLevelCount(4),
         },
         plaintext_modulus: 16,
+        modulus_switch: ModulusSwitchType::CenteredMeanNoiseReduction,
     },
 };
 
@@ -340,5 +349,19 @@ impl Parameters {
     #[must_use]
     pub const fn delta(&self) -> u64 {
         (1u64 << 63) / self.spec.plaintext_modulus
+    }
+
+    /// How the bootstrap switches its input to `2N`.
+    #[must_use]
+    pub const fn modulus_switch(&self) -> ModulusSwitchType {
+        self.spec.modulus_switch
+    }
+
+    /// `log2` of the failure probability of one bootstrap as tfhe-rs states it for this set,
+    /// run as it is here (its `log2_p_fail`), or `None` for a set tfhe-rs does not define
+    /// (this crate computes none of its own).
+    #[must_use]
+    pub fn log2_failure_probability(&self) -> Option<f64> {
+        (*self == PARAM_MESSAGE_2_CARRY_2).then_some(-129.581)
     }
 }

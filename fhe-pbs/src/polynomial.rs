@@ -170,6 +170,24 @@ fn schoolbook_full(out: &mut [u64], a: &[u64], b: &[u64]) {
     }
 }
 
+/// The product of `factors`, or [`Error::SizeOverflow`] naming `what` when it overflows.
+pub(crate) fn checked_size(what: &'static str, factors: &[usize]) -> Result<usize, Error> {
+    factors
+        .iter()
+        .try_fold(1usize, |size, &f| size.checked_mul(f))
+        .ok_or(Error::SizeOverflow { what })
+}
+
+/// `len` zero words, or [`Error::SizeOverflow`] naming `what` when they cannot be allocated.
+pub(crate) fn zeroed_words(what: &'static str, len: usize) -> Result<Vec<u64>, Error> {
+    let mut words = Vec::new();
+    words
+        .try_reserve_exact(len)
+        .map_err(|_| Error::SizeOverflow { what })?;
+    words.resize(len, 0);
+    Ok(words)
+}
+
 pub(crate) fn check_len(what: &'static str, expected: usize, got: usize) -> Result<(), Error> {
     if expected == got {
         Ok(())

@@ -11,8 +11,9 @@ use fhe_pbs::modswitch::modulus_switch_lwe;
 use fhe_pbs::polynomial::multiply_by_monomial;
 use fhe_pbs::{
     BlindRotationMode, Bootstrapper, ClientKey, Cpu, Csprng, DecompositionParams, Error,
-    EvaluationKeys, GlweDimension, LookupTable, LweCiphertext, LweDimension, NoiseDistribution,
-    PARAM_MESSAGE_2_CARRY_2, PARAM_TEST_INSECURE, ParameterSpec, Parameters, PolynomialSize,
+    EvaluationKeys, GlweDimension, LookupTable, LweCiphertext, LweDimension, ModulusSwitchType,
+    NoiseDistribution, PARAM_MESSAGE_2_CARRY_2, PARAM_TEST_INSECURE, ParameterSpec, Parameters,
+    PolynomialSize,
 };
 use proptest::prelude::*;
 
@@ -39,7 +40,7 @@ fn test_set() -> &'static Setup {
 /// `(b~ - sum_i a~_i s_i) mod 2N`: the rotation the blind rotation should apply.
 fn switched_phase(client: &ClientKey, small: &LweCiphertext) -> usize {
     let n = client.parameters().polynomial_size();
-    let switched = modulus_switch_lwe(small, n).unwrap();
+    let switched = modulus_switch_lwe(small, n, client.parameters().modulus_switch()).unwrap();
     let two_n = 2 * n.0;
     let (body, mask) = switched.split_last().unwrap();
     let dot: usize = mask
@@ -231,6 +232,7 @@ fn exact_blind_rotation_is_exact_without_noise_or_rounding() {
         pbs_decomposition: DecompositionParams::new(16, 4).unwrap(),
         ks_decomposition: DecompositionParams::new(4, 4).unwrap(),
         plaintext_modulus: 8,
+        modulus_switch: ModulusSwitchType::Standard,
     })
     .unwrap();
     let s = setup(params, 10);
@@ -274,6 +276,7 @@ fn glwe_dimension_two_bootstraps() {
         pbs_decomposition: DecompositionParams::new(15, 2).unwrap(),
         ks_decomposition: DecompositionParams::new(3, 5).unwrap(),
         plaintext_modulus: 8,
+        modulus_switch: ModulusSwitchType::Standard,
     })
     .unwrap();
     let s = setup(params, 12);

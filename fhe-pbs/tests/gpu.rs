@@ -6,6 +6,8 @@
 use std::sync::OnceLock;
 use std::time::Instant;
 
+mod common;
+
 use fhe_pbs::decomposition::decompose_slice;
 use fhe_pbs::glwe::sample_extract;
 use fhe_pbs::keyswitch::keyswitch;
@@ -13,8 +15,8 @@ use fhe_pbs::modswitch::modulus_switch_lwe;
 use fhe_pbs::{
     BlindRotationMode, Bootstrapper, ClientKey, Cpu, Csprng, Cuda, DecompositionParams, Engine,
     Error, EvaluationKeys, GlweCiphertext, GlweDimension, LookupTable, LweCiphertext, LweDimension,
-    NoiseDistribution, PARAM_MESSAGE_2_CARRY_2, PARAM_TEST_INSECURE, ParameterSpec, Parameters,
-    PolynomialSize, stages,
+    ModulusSwitchType, NoiseDistribution, PARAM_MESSAGE_2_CARRY_2, PARAM_TEST_INSECURE,
+    ParameterSpec, Parameters, PolynomialSize, stages,
 };
 
 struct Setup {
@@ -141,7 +143,8 @@ fn integer_stages_are_bit_exact() {
     inputs[1].as_mut_slice()[0] = u64::MAX;
     let got = stages::modulus_switch(&s.gpu, &inputs).unwrap();
     for (i, (ct, g)) in inputs.iter().zip(&got).enumerate() {
-        let expected = modulus_switch_lwe(ct, params.polynomial_size()).unwrap();
+        let expected =
+            modulus_switch_lwe(ct, params.polynomial_size(), params.modulus_switch()).unwrap();
         assert_eq!(g, &expected, "modulus switch of ciphertext {i}");
     }
     // Decomposition: random words and the tie cases of every level.
@@ -171,6 +174,28 @@ fn integer_stages_are_bit_exact() {
                 words[index], expected[i], got[i]
             );
         }
+    }
+    // The PBS decomposition as the blind rotations compute it (one level of 23 bits: a path of
+    // its own), on random words and around every tie of the top digit, the rounding bit set
+    // and clear.
+    let pbs = params.pbs_decomposition();
+    let mut words: Vec<u64> = (0..4000).map(|_| rng.next_u64()).collect();
+    let rounding = 1u64 << (63 - pbs.base_log.0 * pbs.level_count.0);
+    for top in [1u64 << 63, 3 << 62, 1 << 62, 0, u64::MAX << 41] {
+        for delta in [0, 1, rounding - 1, rounding, rounding + 1] {
+            words.extend([top.wrapping_add(delta), top.wrapping_sub(delta)]);
+        }
+    }
+    let got = stages::pbs_decompose(&s.gpu, &words).unwrap();
+    let mut expected = vec![0i64; words.len() * pbs.level_count.0];
+    decompose_slice(&words, pbs, &mut expected).unwrap();
+    if let Some(i) = (0..expected.len()).find(|&i| expected[i] != got[i]) {
+        panic!(
+            "PBS decomposition of {:#x}: expected {}, got {}",
+            words[i % words.len()],
+            expected[i],
+            got[i]
+        );
     }
     // Sample extraction of random GLWE ciphertexts.
     let n = params.polynomial_size();
@@ -325,7 +350,7 @@ fn phases_are_close_to_the_exact_cpu_blind_rotation() {
 
 /// An insecure caller-defined set (small `n`, tiny noise) with the given shape; `pbs` and `ks`
 /// are (base log, levels), the LWE (and key-switching-key) noise has standard deviation
-/// `2^-lwe_noise_log2`.
+/// `2^-lwe_noise_log2`; the centered-mean modulus switch.
 fn custom_set(
     polynomial_size: usize,
     glwe_dimension: usize,
@@ -348,6 +373,16 @@ fn custom_set(
         pbs_decomposition: DecompositionParams::new(pbs.0, pbs.1).unwrap(),
         ks_decomposition: DecompositionParams::new(ks.0, ks.1).unwrap(),
         plaintext_modulus,
+        modulus_switch: ModulusSwitchType::CenteredMeanNoiseReduction,
+    })
+    .unwrap()
+}
+
+/// `params` with the plain rounding modulus switch.
+fn standard_switch(params: Parameters) -> Parameters {
+    Parameters::new(ParameterSpec {
+        modulus_switch: ModulusSwitchType::Standard,
+        ..*params.spec()
     })
     .unwrap()
 }
@@ -362,7 +397,7 @@ fn caller_defined_sets_of_every_shape_match_the_cpu() {
     let sets = [
         (
             "N=512 k=2 l=3 ks=1x64",
-            custom_set(512, 2, (7, 3), (1, 64), 64, 4, 30),
+            standard_switch(custom_set(512, 2, (7, 3), (1, 64), 64, 4, 30)),
         ),
         (
             "N=1024 k=3 l=2",
@@ -370,7 +405,7 @@ fn caller_defined_sets_of_every_shape_match_the_cpu() {
         ),
         (
             "N=4096 k=1 l=2",
-            custom_set(4096, 1, (15, 2), (4, 4), 48, 8, 30),
+            standard_switch(custom_set(4096, 1, (15, 2), (4, 4), 48, 8, 30)),
         ),
         (
             "N=8192 k=1 l=2",
@@ -378,7 +413,7 @@ fn caller_defined_sets_of_every_shape_match_the_cpu() {
         ),
         (
             "N=2048 k=1 l=8",
-            custom_set(2048, 1, (4, 8), (4, 4), 32, 4, 30),
+            standard_switch(custom_set(2048, 1, (4, 8), (4, 4), 32, 4, 30)),
         ),
         // One PBS level (the decomposition fused with the first FFT pass) at both ends of N,
         // and at N = 4096, the largest N whose cluster kernel fits in shared memory.
@@ -388,7 +423,7 @@ fn caller_defined_sets_of_every_shape_match_the_cpu() {
         ),
         (
             "N=8192 k=1 l=1",
-            custom_set(8192, 1, (22, 1), (4, 4), 32, 4, 30),
+            standard_switch(custom_set(8192, 1, (22, 1), (4, 4), 32, 4, 30)),
         ),
         (
             "N=512 k=3 l=1",
@@ -398,7 +433,7 @@ fn caller_defined_sets_of_every_shape_match_the_cpu() {
         // need a far smaller key-switching-key noise than the other sets.
         (
             "N=1024 k=1 l=1 ks=32x2",
-            custom_set(1024, 1, (20, 1), (32, 2), 32, 4, 60),
+            standard_switch(custom_set(1024, 1, (20, 1), (32, 2), 32, 4, 60)),
         ),
     ];
     let mut rng = Csprng::from_seed([9; 32]);
@@ -516,4 +551,59 @@ fn error_paths() {
         stages::sample_extract(gpu, &[glwe]),
         Err(Error::DimensionMismatch { .. })
     ));
+}
+
+/// Keys and ciphertexts made by tfhe-rs, key-switched and bootstrapped by both CUDA engines,
+/// decrypted by tfhe-rs: the integer stages (key switch, modulus switch, decomposition) equal
+/// the CPU's exact ones bit for bit, and the messages are tfhe-rs's.
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn tfhe_rs_keys_and_ciphertexts_bootstrap_on_the_gpu() {
+    use tfhe::core_crypto::prelude as tfhe_core;
+    let params = PARAM_TEST_INSECURE;
+    let p = params.plaintext_modulus();
+    let mut keys = common::tfhe_keys(&params);
+    let (_, evaluation) = common::our_keys(params, &keys);
+    let low = Cuda::new(&evaluation, Engine::LowLatency).unwrap();
+    let amortized = low.with_engine(Engine::Amortized);
+    let lut = LookupTable::new(&params, |m| (5 * m + 2) % p).unwrap();
+    let big_key = keys.glwe.as_lwe_secret_key();
+    let native = tfhe_core::CiphertextModulus::new_native();
+    let inputs: Vec<LweCiphertext> = (0..p)
+        .map(|m| {
+            let mut ct = tfhe_core::LweCiphertext::new(
+                0u64,
+                tfhe_core::LweSize(params.big_lwe_dimension().0 + 1),
+                native,
+            );
+            tfhe_core::encrypt_lwe_ciphertext(
+                &big_key,
+                &mut ct,
+                tfhe_core::Plaintext(m * params.delta()),
+                tfhe_core::Gaussian::from_dispersion_parameter(
+                    tfhe_core::StandardDev(2f64.powi(-50)),
+                    0.0,
+                ),
+                &mut keys.encryption,
+            );
+            LweCiphertext::from_vec(ct.as_ref().to_vec()).unwrap()
+        })
+        .collect();
+    for engine in [&low, &amortized] {
+        let switched = engine.keyswitch_batch(&inputs).unwrap();
+        for (ct, got) in inputs.iter().zip(&switched) {
+            assert_eq!(got, &keyswitch(evaluation.keyswitch_key(), ct).unwrap());
+        }
+        let outputs = engine.keyswitch_bootstrap_batch(&inputs, &lut).unwrap();
+        for (m, out) in outputs.into_iter().enumerate() {
+            let out = tfhe_core::LweCiphertext::from_container(out.into_vec(), native);
+            let phase = tfhe_core::decrypt_lwe_ciphertext(&big_key, &out).0;
+            assert_eq!(
+                fhe_pbs::lwe::decode(phase, p).unwrap(),
+                (5 * m as u64 + 2) % p,
+                "{}: m = {m}",
+                engine.name()
+            );
+        }
+    }
 }

@@ -15,8 +15,8 @@ use fhe_pbs::modswitch::{modulus_switch, modulus_switch_lwe};
 use fhe_pbs::polynomial::{multiply_by_monomial, negacyclic_mul, negacyclic_mul_schoolbook};
 use fhe_pbs::{
     Csprng, DecompositionParams, Error, GlweCiphertext, GlweDimension, GlweSecretKey, KeyswitchKey,
-    LweCiphertext, LweDimension, LweSecretKey, NoiseDistribution, PolynomialSize,
-    fft::NegacyclicFft,
+    LweCiphertext, LweDimension, LweSecretKey, ModulusSwitchType, NoiseDistribution,
+    PolynomialSize, fft::NegacyclicFft,
 };
 use proptest::prelude::*;
 
@@ -69,7 +69,7 @@ fn modulus_switch_rejects_bad_sizes() {
         Err(Error::InvalidParameter { .. })
     ));
     let ct = LweCiphertext::trivial(1, LweDimension(3));
-    assert!(modulus_switch_lwe(&ct, PolynomialSize(0)).is_err());
+    assert!(modulus_switch_lwe(&ct, PolynomialSize(0), ModulusSwitchType::Standard).is_err());
 }
 
 proptest! {
@@ -82,23 +82,32 @@ proptest! {
 
 // ---------------------------------------------------------------- decomposition
 
-/// Independent reference in i128: balanced digits from the least significant level, a digit
-/// equal to B/2 turning into -B/2 when the next raw digit (of the remaining value) is >= B/2.
+/// Independent reference in i128: the rounded value V in `[0, B^l)` made signed (minus `B^l`
+/// above `B^l / 2`, and at `B^l / 2` when rounding carried it there), then balanced digits
+/// from the least significant level, a digit equal to B/2 turning into -B/2 when bit b - 1 of
+/// the rest (two's complement, so set for a negative rest) is set.
 fn decompose_reference(x: u64, b: usize, l: usize) -> Vec<i64> {
     let bits = b * l;
-    let rounded: u128 = if bits == 64 {
-        x as u128
+    let mut rem: i128 = if bits == 64 {
+        x as i64 as i128
     } else {
         let unit = 1u128 << (64 - bits);
-        ((x as u128 + unit / 2) / unit * unit) % (1u128 << 64)
+        let rounding_bit = (x as u128 / (unit / 2)) % 2 == 1;
+        let rounded = ((x as u128 + unit / 2) / unit * unit) % (1u128 << 64);
+        let value = (rounded >> (64 - bits)) as i128;
+        let half = 1i128 << (bits - 1);
+        if value > half || (value == half && rounding_bit) {
+            value - 2 * half
+        } else {
+            value
+        }
     };
-    let mut rem = (rounded >> (64 - bits)) as i128;
     let base = 1i128 << b;
     let mut digits = vec![0i64; l];
     for j in (0..l).rev() {
         let r = rem.rem_euclid(base);
-        let next_raw = ((rem - r) / base).rem_euclid(base);
-        let d = if r > base / 2 || (r == base / 2 && next_raw >= base / 2) {
+        let rest = rem.div_euclid(base);
+        let d = if r > base / 2 || (r == base / 2 && (rest >> (b - 1)) & 1 == 1) {
             r - base
         } else {
             r
@@ -140,9 +149,15 @@ fn decomposition_known_answers() {
     assert_eq!(closest_representable(u64::MAX, params), 0);
     assert_eq!(decompose(u64::MAX, params), vec![0, 0]);
 
+    // V = 0x80 reached by rounding up (0x7f8 in units of 2^52: the rounding bit set): the
+    // whole value is balanced first, so the top tie is -8 (tfhe-rs since it balances).
+    assert_eq!(decompose((0x7f8u64 << 52) | 1, params), vec![-8, 0]);
+    assert_eq!(decompose(0x7f8u64 << 52, params), vec![-8, 0]);
+
     // PBS parameters of both sets: B = 2^23, one level.
     let params = decomp(23, 1);
-    assert_eq!(decompose(1u64 << 63, params), vec![1 << 22]); // top tie stays +B/2
+    assert_eq!(decompose(1u64 << 63, params), vec![1 << 22]); // an exact top tie stays +B/2
+    assert_eq!(decompose((1u64 << 63) - 1, params), vec![-(1 << 22)]); // rounded up to it: -B/2
     assert_eq!(decompose(3u64 << 62, params), vec![-(1 << 21)]);
 
     // All 64 bits: no rounding.
@@ -185,8 +200,10 @@ fn decomposition_length_errors() {
 fn decomposition_digits_have_the_balanced_variance() {
     // Over all 4096 representable values (B = 16, 3 levels), every level has E[d^2] within 2%
     // of (B^2 + 2) / 12 (uniform on [-B/2, B/2] with half weight at both ends). Below the top
-    // level ties go either way: mean exactly 0, as many +B/2 as -B/2. At the top level nothing
-    // is left above, so a tie stays +B/2 and the mean is positive (1928 / 4096).
+    // level ties go either way: mean exactly 0, as many +B/2 as -B/2. At the top level a tie
+    // is -B/2 when the whole value was balanced (above B^l / 2), so ties go both ways there
+    // too, but for V = B^l / 2 itself: these values are exact (no rounding bit), so it stays
+    // +B/2, and the top level's sum is 8.
     let params = decomp(4, 3);
     let mut sum = [0i64; 3];
     let mut sum_sq = [0i64; 3];
@@ -214,8 +231,12 @@ fn decomposition_digits_have_the_balanced_variance() {
         assert_eq!(sum[j], 0, "level {}", j + 1);
         assert_eq!(plus[j], minus[j], "level {}", j + 1);
     }
-    assert_eq!(sum[0], 1928);
-    assert_eq!(minus[0], 0, "a top-level tie is always +B/2");
+    assert_eq!(sum[0], 8);
+    assert_eq!(
+        (plus[0], minus[0]),
+        (121, 120),
+        "an exact top-level tie is +B/2"
+    );
 }
 
 proptest! {
@@ -433,6 +454,53 @@ fn glwe_container_errors() {
     assert!(key.phase(&ct).is_err());
 }
 
+/// Raw containers whose dimensions multiply past `usize` (or past what can be allocated) are
+/// errors, never a panic or an abort.
+#[test]
+fn raw_containers_with_overflowing_dimensions_are_errors() {
+    let overflow =
+        |r: Result<(), Error>| assert!(matches!(r, Err(Error::SizeOverflow { .. })), "{r:?}");
+    for k in [usize::MAX, usize::MAX / 2, 1 << 62] {
+        overflow(
+            GlweCiphertext::from_vec(vec![0; 4], GlweDimension(k), PolynomialSize(4)).map(drop),
+        );
+        overflow(GlweCiphertext::trivial(&[1, 2, 3, 4], GlweDimension(k)).map(drop));
+        overflow(
+            fhe_pbs::BootstrapKey::from_vec(
+                vec![0; 8],
+                LweDimension(2),
+                GlweDimension(k),
+                PolynomialSize(2),
+                decomp(4, 1),
+            )
+            .map(drop),
+        );
+    }
+    // (k + 1) N fits a usize but not memory: refused, not an abort.
+    overflow(GlweCiphertext::trivial(&[7], GlweDimension(usize::MAX / 16)).map(drop));
+    for (input, output) in [(usize::MAX, 1), (1, usize::MAX), (1 << 40, 1 << 40)] {
+        overflow(
+            KeyswitchKey::from_vec(
+                vec![0; 3],
+                LweDimension(input),
+                LweDimension(output),
+                decomp(4, 4),
+            )
+            .map(drop),
+        );
+    }
+    overflow(
+        fhe_pbs::BootstrapKey::from_vec(
+            vec![0; 8],
+            LweDimension(usize::MAX),
+            GlweDimension(1),
+            PolynomialSize(1 << 20),
+            decomp(23, 1),
+        )
+        .map(drop),
+    );
+}
+
 // ---------------------------------------------------------------- key switch
 
 #[test]
@@ -636,14 +704,15 @@ fn bootstrap_key_rows_decrypt_to_the_gadget_and_replay_from_randomness() {
     let row_len = (k + 1) * big_n;
     for i in 0..n {
         let ggsw = bsk.ggsw(i).unwrap();
-        // Row (level j, r): phase = s_i 2^(64 - 10 (j + 1)) times -S_r (r < k) or 1 (r = k).
+        // Row (level matrix m, r), level j = 3 - m (least significant first, as tfhe-rs):
+        // phase = s_i 2^(64 - 10 j) times -S_r (r < k) or 1 (r = k).
         for (row_index, row) in ggsw.chunks_exact(row_len).enumerate() {
-            let (j, r) = (row_index / (k + 1), row_index % (k + 1));
+            let (j, r) = (3 - row_index / (k + 1), row_index % (k + 1));
             let ct =
                 GlweCiphertext::from_vec(row.to_vec(), GlweDimension(k), PolynomialSize(big_n))
                     .unwrap();
             let phase = glwe.phase(&ct).unwrap();
-            let factor = small.as_slice()[i] << (64 - 10 * (j + 1));
+            let factor = small.as_slice()[i] << (64 - 10 * j);
             for (t, &coefficient) in phase.iter().enumerate() {
                 let message = if r < k {
                     factor

@@ -52,7 +52,8 @@ fn measure(params: Parameters, seed: u8, bootstraps: usize) -> (f64, f64) {
     for _ in 0..bootstraps {
         let m = rng.next_u64() % params.plaintext_modulus();
         let ct = client.encrypt_small(m, &mut rng).unwrap();
-        let switched = modulus_switch_lwe(&ct, params.polynomial_size()).unwrap();
+        let switched =
+            modulus_switch_lwe(&ct, params.polynomial_size(), params.modulus_switch()).unwrap();
         let (body, mask) = switched.split_last().unwrap();
         let dot: usize = mask
             .iter()

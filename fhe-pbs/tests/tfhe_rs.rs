@@ -1,0 +1,384 @@
+//! Bit-exact cross-checks against tfhe-rs 1.8 (`tfhe`, a dev-dependency only): the
+//! decomposition, both modulus switches, the key-switching key's layout and the key switch,
+//! on keys and ciphertexts that tfhe-rs makes, and the built-in parameter set's numbers.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use fhe_pbs::decomposition::decompose;
+use fhe_pbs::keyswitch::keyswitch;
+use fhe_pbs::modswitch::modulus_switch_lwe;
+use fhe_pbs::{
+    DecompositionParams, LweCiphertext, ModulusSwitchType, NoiseDistribution,
+    PARAM_MESSAGE_2_CARRY_2, PARAM_TEST_INSECURE, PolynomialSize,
+};
+use proptest::prelude::*;
+
+mod common;
+use common::{our_keys, tfhe_keys};
+use tfhe::core_crypto::prelude as tfhe_core;
+use tfhe::core_crypto::prelude::{
+    CiphertextModulus, CiphertextModulusLog, DecompositionBaseLog, DecompositionLevelCount,
+    ModulusSwitchedLweCiphertext, SignedDecomposer, UnsignedInteger,
+};
+
+/// tfhe-rs's digits of `x`, most significant level first (its iterator yields level `l` first).
+fn tfhe_digits(x: u64, b: usize, l: usize) -> Vec<i64> {
+    let decomposer =
+        SignedDecomposer::<u64>::new(DecompositionBaseLog(b), DecompositionLevelCount(l));
+    let mut digits: Vec<i64> = decomposer
+        .decompose(x)
+        .map(|term| term.value().into_signed())
+        .collect();
+    digits.reverse();
+    digits
+}
+
+/// Values at and around every tie of the top digit and of the whole value.
+fn awkward_values(b: usize, l: usize) -> Vec<u64> {
+    let dropped = 64 - b * l;
+    let mut values = vec![
+        0,
+        1,
+        u64::MAX,
+        1 << 63,
+        (1 << 63) - 1,
+        0x7fff_ffff_ffff_ffff,
+    ];
+    for top in [1u64 << (b - 1), (1u64 << (b - 1)) - 1, (1u64 << b) - 1] {
+        let at = top << (64 - b);
+        for delta in [
+            0i64,
+            1,
+            -1,
+            1 << (dropped.max(1) - 1),
+            -(1 << (dropped.max(1) - 1)),
+        ] {
+            values.push(at.wrapping_add(delta as u64));
+        }
+    }
+    values
+}
+
+#[test]
+fn decomposition_matches_tfhe_rs_on_ties_and_edges() {
+    for (b, l) in [
+        (4, 4),
+        (23, 1),
+        (22, 1),
+        (1, 1),
+        (31, 1),
+        (15, 2),
+        (10, 3),
+        (20, 3),
+        (7, 8),
+        (31, 2),
+    ] {
+        let params = DecompositionParams::new(b, l).unwrap();
+        for x in awkward_values(b, l) {
+            assert_eq!(
+                decompose(x, params),
+                tfhe_digits(x, b, l),
+                "x = {x:#x}, b = {b}, l = {l}"
+            );
+        }
+    }
+    // The example of the parity issue: a top-level tie tfhe-rs balances to -8.
+    let ks = DecompositionParams::new(4, 4).unwrap();
+    assert_eq!(decompose(0x7fff_ffff_ffff_ffff, ks), [-8, 0, 0, 0]);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn decomposition_matches_tfhe_rs(
+        x in any::<u64>(),
+        (b, l) in (1usize..=62).prop_flat_map(|b| (Just(b), 1..=62 / b)),
+    ) {
+        // tfhe-rs needs b l < 64, and its decomposer overflows (a panic with overflow checks)
+        // at b l = 63 for x = 2^64 - 1.
+        let params = DecompositionParams::new(b, l).unwrap();
+        prop_assert_eq!(decompose(x, params), tfhe_digits(x, b, l));
+    }
+
+    #[test]
+    fn both_modulus_switches_match_tfhe_rs(
+        words in proptest::collection::vec(any::<u64>(), 2..300),
+        log_n in 9u32..=13,
+    ) {
+        let n = PolynomialSize(1 << log_n);
+        let log_modulus = CiphertextModulusLog(log_n as usize + 1);
+        let ours = LweCiphertext::from_vec(words.clone()).unwrap();
+        let theirs = tfhe_core::LweCiphertext::from_container(words, CiphertextModulus::new_native());
+        let lazy =
+            tfhe_core::lwe_ciphertext_modulus_switch::<u64, usize, _>(theirs.as_view(), log_modulus);
+        let mut expected: Vec<usize> = lazy.mask().collect();
+        expected.push(lazy.body());
+        prop_assert_eq!(modulus_switch_lwe(&ours, n, ModulusSwitchType::Standard).unwrap(), expected);
+
+        let lazy = tfhe_core::lwe_ciphertext_centered_binary_modulus_switch::<u64, usize, _>(
+            theirs.as_view(),
+            log_modulus,
+        );
+        let mut expected: Vec<usize> = lazy.mask().collect();
+        expected.push(lazy.body());
+        prop_assert_eq!(
+            modulus_switch_lwe(&ours, n, ModulusSwitchType::CenteredMeanNoiseReduction).unwrap(),
+            expected
+        );
+    }
+}
+
+/// A key-switching key made by tfhe-rs, read through this crate's layout, switches
+/// tfhe-rs's ciphertexts to the same words as tfhe-rs's `keyswitch_lwe_ciphertext`.
+#[test]
+fn keyswitch_is_bit_exact_with_tfhe_rs_keys_and_ciphertexts() {
+    let params = PARAM_TEST_INSECURE;
+    let mut keys = tfhe_keys(&params);
+    let (client, evaluation) = our_keys(params, &keys);
+    let ours = evaluation.keyswitch_key();
+    // The layout: row (i, j) encrypts s_in[i] 2^(64 - (l - j) b) under the small key.
+    let big_key = keys.glwe.as_lwe_secret_key();
+    let input_bits = big_key.as_ref().to_vec();
+    let (big_dim, levels) = (input_bits.len(), params.ks_decomposition().level_count.0);
+    for (i, j) in [(0, 0), (7, 1), (big_dim - 1, levels - 1)] {
+        let noise = ours
+            .noise_of(&input_bits, client.lwe_secret_key(), i, j)
+            .unwrap();
+        assert!(
+            noise.unsigned_abs() < 1 << 40,
+            "row ({i}, {j}): noise {noise}"
+        );
+    }
+    let delta = params.delta();
+    for message in 0..params.plaintext_modulus() {
+        let mut ct = tfhe_core::LweCiphertext::new(
+            0u64,
+            tfhe_core::LweSize(big_dim + 1),
+            CiphertextModulus::new_native(),
+        );
+        tfhe_core::encrypt_lwe_ciphertext(
+            &big_key,
+            &mut ct,
+            tfhe_core::Plaintext(message * delta),
+            tfhe_core::Gaussian::from_dispersion_parameter(
+                tfhe_core::StandardDev(2f64.powi(-50)),
+                0.0,
+            ),
+            &mut keys.encryption,
+        );
+        let mut expected = tfhe_core::LweCiphertext::new(
+            0u64,
+            tfhe_core::LweSize(params.lwe_dimension().0 + 1),
+            CiphertextModulus::new_native(),
+        );
+        tfhe_core::keyswitch_lwe_ciphertext(&keys.ksk, &ct, &mut expected);
+        let got = keyswitch(
+            ours,
+            &LweCiphertext::from_vec(ct.as_ref().to_vec()).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(got.as_slice(), expected.as_ref(), "message {message}");
+        assert_eq!(client.decrypt_small(&got).unwrap(), message);
+    }
+}
+
+/// The built-in set carries tfhe-rs 1.8's numbers, switch type included.
+#[test]
+fn the_standard_set_is_tfhe_rs_param_message_2_carry_2() {
+    use tfhe::shortint::parameters::{
+        DynamicDistribution, ModulusSwitchType as TfheSwitch,
+        PARAM_MESSAGE_2_CARRY_2_KS_PBS_TUNIFORM_2M128 as P,
+    };
+    let ours = PARAM_MESSAGE_2_CARRY_2;
+    assert_eq!(ours.lwe_dimension().0, P.lwe_dimension.0);
+    assert_eq!(ours.glwe_dimension().0, P.glwe_dimension.0);
+    assert_eq!(ours.polynomial_size().0, P.polynomial_size.0);
+    assert_eq!(ours.pbs_decomposition().base_log.0, P.pbs_base_log.0);
+    assert_eq!(ours.pbs_decomposition().level_count.0, P.pbs_level.0);
+    assert_eq!(ours.ks_decomposition().base_log.0, P.ks_base_log.0);
+    assert_eq!(ours.ks_decomposition().level_count.0, P.ks_level.0);
+    assert_eq!(
+        ours.plaintext_modulus(),
+        P.message_modulus.0 * P.carry_modulus.0
+    );
+    let bound = |d: DynamicDistribution<u64>| match d {
+        DynamicDistribution::TUniform(t) => NoiseDistribution::TUniform {
+            bound_log2: t.bound_log2(),
+        },
+        other => panic!("expected t-uniform noise, got {other:?}"),
+    };
+    assert_eq!(ours.lwe_noise(), bound(P.lwe_noise_distribution));
+    assert_eq!(ours.glwe_noise(), bound(P.glwe_noise_distribution));
+    assert!(matches!(
+        P.modulus_switch_noise_reduction_params,
+        TfheSwitch::CenteredMeanNoiseReduction
+    ));
+    assert_eq!(
+        ours.modulus_switch(),
+        ModulusSwitchType::CenteredMeanNoiseReduction
+    );
+    assert_eq!(ours.log2_failure_probability(), Some(P.log2_p_fail));
+}
+
+/// Keys and ciphertexts made by tfhe-rs, bootstrapped by this crate (both CPU modes),
+/// decrypted by tfhe-rs; and this crate's ciphertexts bootstrapped by tfhe-rs's own PBS with
+/// the same keys, decrypted by this crate.
+#[test]
+fn bootstraps_cross_between_tfhe_rs_and_this_crate() {
+    use fhe_pbs::{BlindRotationMode, Bootstrapper, Cpu, LookupTable};
+    let params = PARAM_TEST_INSECURE;
+    let p = params.plaintext_modulus();
+    let delta = params.delta();
+    let mut keys = tfhe_keys(&params);
+    let (client, evaluation) = our_keys(params, &keys);
+    let fft = Cpu::new(evaluation, BlindRotationMode::Fft).unwrap();
+    let exact = fft.with_mode(BlindRotationMode::Exact).unwrap();
+    let lut = LookupTable::new(&params, |m| (3 * m + 1) % p).unwrap();
+    let big_key = keys.glwe.as_lwe_secret_key();
+    let big_width = params.big_lwe_dimension().0 + 1;
+    let mut rng = fhe_pbs::Csprng::from_seed([21; 32]);
+    let mut fourier = tfhe_core::FourierLweBootstrapKey::new(
+        keys.bsk.input_lwe_dimension(),
+        keys.bsk.glwe_size(),
+        keys.bsk.polynomial_size(),
+        keys.bsk.decomposition_base_log(),
+        keys.bsk.decomposition_level_count(),
+    );
+    tfhe_core::convert_standard_lwe_bootstrap_key_to_fourier(&keys.bsk, &mut fourier);
+    let mut accumulator = tfhe_core::GlweCiphertext::new(
+        0u64,
+        keys.bsk.glwe_size(),
+        keys.bsk.polynomial_size(),
+        CiphertextModulus::new_native(),
+    );
+    accumulator
+        .get_mut_body()
+        .as_mut()
+        .copy_from_slice(lut.polynomial());
+    for m in 0..p {
+        // tfhe-rs encrypts under the big key; this crate key-switches and bootstraps.
+        let mut ct = tfhe_core::LweCiphertext::new(
+            0u64,
+            tfhe_core::LweSize(big_width),
+            CiphertextModulus::new_native(),
+        );
+        tfhe_core::encrypt_lwe_ciphertext(
+            &big_key,
+            &mut ct,
+            tfhe_core::Plaintext(m * delta),
+            tfhe_core::Gaussian::from_dispersion_parameter(
+                tfhe_core::StandardDev(2f64.powi(-50)),
+                0.0,
+            ),
+            &mut keys.encryption,
+        );
+        let ours = LweCiphertext::from_vec(ct.as_ref().to_vec()).unwrap();
+        for server in [&fft, &exact] {
+            let out = server.keyswitch_bootstrap(&ours, &lut).unwrap();
+            let out = tfhe_core::LweCiphertext::from_container(
+                out.into_vec(),
+                CiphertextModulus::new_native(),
+            );
+            let phase = tfhe_core::decrypt_lwe_ciphertext(&big_key, &out).0;
+            assert_eq!(
+                fhe_pbs::lwe::decode(phase, p).unwrap(),
+                (3 * m + 1) % p,
+                "m = {m}"
+            );
+        }
+        // This crate encrypts; tfhe-rs key-switches and bootstraps with the same keys.
+        let ours = client.encrypt(m, &mut rng).unwrap();
+        let input = tfhe_core::LweCiphertext::from_container(
+            ours.into_vec(),
+            CiphertextModulus::new_native(),
+        );
+        let mut small = tfhe_core::LweCiphertext::new(
+            0u64,
+            tfhe_core::LweSize(params.lwe_dimension().0 + 1),
+            CiphertextModulus::new_native(),
+        );
+        tfhe_core::keyswitch_lwe_ciphertext(&keys.ksk, &input, &mut small);
+        let mut out = tfhe_core::LweCiphertext::new(
+            0u64,
+            tfhe_core::LweSize(big_width),
+            CiphertextModulus::new_native(),
+        );
+        tfhe_core::programmable_bootstrap_lwe_ciphertext(&small, &mut out, &accumulator, &fourier);
+        let out = LweCiphertext::from_vec(out.as_ref().to_vec()).unwrap();
+        assert_eq!(
+            client.decrypt(&out).unwrap(),
+            (3 * m + 1) % p,
+            "m = {m} through tfhe-rs"
+        );
+    }
+}
+
+/// The modulus switch's error, measured over many switched ciphertexts of phase 0 under one
+/// binary key of the standard set's dimension, against the variances tfhe-rs's noise formulas
+/// give for both switch types. The centered-mean switch also moves the phase by half a step
+/// of `2N` (its body is switched from `b + corrections - 2^63 / 2N`), which centres it in the
+/// lookup table's boxes; the variance is measured around the sample mean.
+#[test]
+fn modulus_switch_noise_matches_tfhe_rs_formulas() {
+    use tfhe::core_crypto::commons::noise_formulas::centered_mean_shifted_modulus_switch::centered_binary_shifted_modulus_switch_additive_variance;
+    use tfhe::core_crypto::commons::noise_formulas::modulus_switch::modulus_switch_additive_variance;
+    let n = PARAM_MESSAGE_2_CARRY_2.lwe_dimension().0;
+    let poly = PolynomialSize(2048);
+    let two_n = 2.0 * poly.0 as f64;
+    let mut rng = fhe_pbs::Csprng::from_seed([77; 32]);
+    let key: Vec<u64> = (0..n).map(|_| rng.next_u64() & 1).collect();
+    let samples = 20_000;
+    for (switch, formula) in [
+        (
+            ModulusSwitchType::Standard,
+            modulus_switch_additive_variance(tfhe_core::LweDimension(n), 2f64.powi(64), two_n),
+        ),
+        (
+            ModulusSwitchType::CenteredMeanNoiseReduction,
+            centered_binary_shifted_modulus_switch_additive_variance(
+                tfhe_core::LweDimension(n),
+                2f64.powi(64),
+                two_n,
+            ),
+        ),
+    ] {
+        let (mut sum, mut sum_sq) = (0f64, 0f64);
+        for _ in 0..samples {
+            let mut words: Vec<u64> = (0..n).map(|_| rng.next_u64()).collect();
+            let body = words
+                .iter()
+                .zip(&key)
+                .fold(0u64, |acc, (&a, &s)| acc.wrapping_add(a.wrapping_mul(s)));
+            words.push(body); // phase exactly 0
+            let ct = LweCiphertext::from_vec(words).unwrap();
+            let switched = modulus_switch_lwe(&ct, poly, switch).unwrap();
+            let (body, mask) = switched.split_last().unwrap();
+            let dot: usize = mask.iter().zip(&key).map(|(&a, &s)| a * s as usize).sum();
+            let phase = (body + 4 * poly.0 - dot % (2 * poly.0)) % (2 * poly.0);
+            // As a fraction of the torus, in [-1/2, 1/2).
+            let error = (phase as f64 + two_n / 2.0).rem_euclid(two_n) / two_n - 0.5;
+            sum += error;
+            sum_sq += error * error;
+        }
+        let mean = sum / samples as f64;
+        let variance = sum_sq / samples as f64 - mean * mean;
+        let ratio = variance / formula.0;
+        println!(
+            "{switch:?}: mean {:.3} steps of 2N, variance 2^{:.3} (tfhe-rs's formula 2^{:.3}), \
+             ratio {ratio:.4}",
+            mean * two_n,
+            variance.log2(),
+            formula.0.log2()
+        );
+        assert!((0.95..=1.05).contains(&ratio), "{switch:?}: ratio {ratio}");
+        let expected_mean = match switch {
+            ModulusSwitchType::Standard => 0.0,
+            ModulusSwitchType::CenteredMeanNoiseReduction => -0.5,
+        };
+        assert!(
+            (mean * two_n - expected_mean).abs() < 0.05,
+            "{switch:?}: mean {mean}"
+        );
+    }
+}
