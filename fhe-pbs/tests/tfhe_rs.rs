@@ -314,8 +314,8 @@ fn bootstraps_cross_between_tfhe_rs_and_this_crate() {
     }
 }
 
-/// The modulus switch's error, measured over many switched ciphertexts of phase 0 under one
-/// binary key of the standard set's dimension, against the variances tfhe-rs's noise formulas
+/// The modulus switch's error, measured over many switched ciphertexts of phase 0 under
+/// random binary keys of the standard set's dimension, against the variances tfhe-rs's noise formulas
 /// give for both switch types. The centered-mean switch also moves the phase by half a step
 /// of `2N` (its body is switched from `b + corrections - 2^63 / 2N`), which centres it in the
 /// lookup table's boxes; the variance is measured around the sample mean.
@@ -327,7 +327,6 @@ fn modulus_switch_noise_matches_tfhe_rs_formulas() {
     let poly = PolynomialSize(2048);
     let two_n = 2.0 * poly.0 as f64;
     let mut rng = fhe_pbs::Csprng::from_seed([77; 32]);
-    let key: Vec<u64> = (0..n).map(|_| rng.next_u64() & 1).collect();
     let samples = 20_000;
     for (switch, formula) in [
         (
@@ -345,6 +344,9 @@ fn modulus_switch_noise_matches_tfhe_rs_formulas() {
     ] {
         let (mut sum, mut sum_sq) = (0f64, 0f64);
         for _ in 0..samples {
+            // A fresh key each time: the formulas average over keys (the plain switch's error
+            // grows with the key's Hamming weight).
+            let key: Vec<u64> = (0..n).map(|_| rng.next_u64() & 1).collect();
             let mut words: Vec<u64> = (0..n).map(|_| rng.next_u64()).collect();
             let body = words
                 .iter()
@@ -376,8 +378,9 @@ fn modulus_switch_noise_matches_tfhe_rs_formulas() {
             ModulusSwitchType::Standard => 0.0,
             ModulusSwitchType::CenteredMeanNoiseReduction => -0.5,
         };
+        // The sample mean's standard error is about 0.03 steps (errors of about 4 to 6 steps).
         assert!(
-            (mean * two_n - expected_mean).abs() < 0.05,
+            (mean * two_n - expected_mean).abs() < 0.2,
             "{switch:?}: mean {mean}"
         );
     }
