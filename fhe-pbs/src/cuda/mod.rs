@@ -1,4 +1,6 @@
-//! The CUDA backend: the kernels of `fhe-pbs/cuda/fhe_pbs.cu`, run through `kernels`.
+//! The CUDA backend: the kernels of `cuda/fhe_pbs.cu` (and the headers it is split into),
+//! run through `kernels`. Host code by concern: `keyswitch`, `blind_rotation`, `pipeline`
+//! (staging and chunks), `stages` (the integer stages alone, for cross-checks).
 //!
 //! # Keys on the device
 //!

@@ -235,7 +235,7 @@ impl Cuda {
     /// the last kernel writes the outputs there (except a key switch's summed with device
     /// atomics, see [`Cuda::keyswitch_device`]), so that no copy is queued. On an H100
     /// machine, each small copy cost about 10 us of the host's time before the GPU could
-    /// start (see BENCHMARKS.md).
+    /// start (see docs/journal/fhe-pbs.md).
     ///
     /// A larger batch goes through in chunks of at most [`CHUNK_CIPHERTEXTS`] (fewer when the
     /// free device memory or [`Cuda::with_max_chunk`] says so), all queued on the one stream:

@@ -1,6 +1,6 @@
 //! The integer stages on the device, for bit-exact comparison with the CPU functions of the
 //! same names ([`crate::modswitch::modulus_switch_lwe`], [`crate::decomposition::decompose_slice`],
-//! [`crate::glwe::sample_extract`]); the key switch is [`Bootstrapper::keyswitch_batch`].
+//! [`crate::glwe::sample_extract`]); the key switch is [`Bootstrapper::keyswitch_batch`](crate::Bootstrapper::keyswitch_batch).
 //! They run the device functions the pipeline runs: the blind rotations switch their inputs'
 //! modulus with the functions of the modulus-switch kernel, the decomposition kernel's
 //! functions are the ones the key switch and the multi-level blind rotations use, and
