@@ -198,10 +198,11 @@ FHE_DEFINE_AMORTIZED(FHE_KERNEL_NAME(fhe_blind_rotate_amortized_shared), true)
 
 // The PBS decomposition of `len` words as the blind rotations compute it (single_level_digit
 // for one level of at most 31 bits, else decomposition_state and next_digit), laid out as
-// fhe_decompose's: out[j len + i] = digit j (level j + 1) of input[i].
+// fhe_decompose's: out[j len + i] = digit j (level j + 1) of input[i]. It takes fhe_decompose's
+// arguments; the base log and level count must be the compiled ones (FHE_BASE_LOG, FHE_LEVELS).
 extern "C" __global__ void FHE_KERNEL_NAME(fhe_pbs_decompose)(const u64 *__restrict__ input,
                                                                i64 *__restrict__ output,
-                                                               u64 len) {
+                                                               u64 len, u32, u32) {
     for (u64 i = global_thread_index(); i < len; i += grid_thread_count()) {
         if constexpr (FHE_LEVELS == 1 && FHE_BASE_LOG <= 31) {
             output[i] = (i64)single_level_digit<FHE_BASE_LOG>(input[i]);

@@ -119,6 +119,43 @@ pub use launch::{Grid, Kernel, Launch};
 #[cfg(feature = "cuda")]
 pub use nvrtc::NVRTC_DIR_VAR;
 
+/// Defines a crate's NVRTC compile tests of its kernel modules (`$modules`, a
+/// `&[source::Module]`), for its `tests/nvrtc.rs`: `every_module_compiles`, which runs
+/// [`check_modules`] and needs NVRTC but no GPU (ignored unless run with `--include-ignored`),
+/// and `every_include_resolves`, which needs nothing.
+///
+/// ```ignore
+/// // tests/nvrtc.rs of a crate with a `source` module
+/// #![cfg(feature = "cuda")]
+/// kernels::nvrtc_tests!(my_crate::source::MODULES);
+/// ```
+#[cfg(feature = "cuda")]
+#[macro_export]
+macro_rules! nvrtc_tests {
+    ($modules:expr) => {
+        #[test]
+        #[ignore = "requires NVRTC (see kernels, \"Finding NVRTC\")"]
+        fn every_module_compiles() {
+            match $crate::check_modules($modules) {
+                Ok(sizes) => {
+                    for (module, cc, bytes) in sizes {
+                        println!("{module:>10} {cc}: {bytes} bytes");
+                    }
+                }
+                Err(error) => panic!("{error}"),
+            }
+        }
+
+        #[test]
+        fn every_include_resolves() {
+            for module in $modules {
+                let missing = module.unresolved_includes();
+                assert!(missing.is_empty(), "{} includes {missing:?}", module.name);
+            }
+        }
+    };
+}
+
 /// The README's code, compiled and run as a doctest so that it stays true.
 #[cfg(all(doctest, feature = "cuda"))]
 #[doc = include_str!("../README.md")]

@@ -13,7 +13,7 @@ use crate::glwe::GlweCiphertext;
 use crate::lwe::LweCiphertext;
 use crate::params::DecompositionParams;
 use crate::polynomial::check_len;
-use kernels::Grid;
+use kernels::{Grid, Kernel};
 
 /// [`crate::modswitch::modulus_switch_lwe`] of every ciphertext (to `2N` of the engine's
 /// parameters, with their [`ModulusSwitchType`](crate::ModulusSwitchType)), on the device.
@@ -61,30 +61,7 @@ pub fn decompose(
     input: &[u64],
     params: DecompositionParams,
 ) -> Result<Vec<i64>, Error> {
-    let levels = params.level_count.0;
-    if input.is_empty() {
-        return Ok(Vec::new());
-    }
-    let device_input = cuda.gpu.upload(input)?;
-    let mut output = cuda.gpu.alloc_zeroed::<i64>(input.len() * levels)?;
-    let len = input.len() as u64;
-    let base_log = to_u32(params.base_log.0);
-    let level_count = to_u32(levels);
-    let grid = Grid::cover(len, ELEMENTWISE_THREADS);
-    // SAFETY: the arguments match `fhe_decompose(const u64*, i64*, u64, u32, u32)`; the
-    // input holds `len` words and the output `len * level_count`, which the kernel's
-    // grid-stride loop stays within; `params` is a valid decomposition (b l <= 64).
-    unsafe {
-        cuda.gpu
-            .launch(&cuda.kernels.decompose, grid)
-            .buffer(&device_input)
-            .buffer_mut(&mut output)
-            .value(&len)
-            .value(&base_log)
-            .value(&level_count)
-            .run()?;
-    }
-    Ok(output.to_host()?)
+    decompose_with(cuda, &cuda.kernels.decompose, input, params)
 }
 
 /// The PBS decomposition of the engine's parameters ([`crate::decomposition::decompose_slice`]
@@ -96,23 +73,40 @@ pub fn decompose(
 ///
 /// [`Error::Gpu`].
 pub fn pbs_decompose(cuda: &Cuda, input: &[u64]) -> Result<Vec<i64>, Error> {
-    let levels = cuda.params.pbs_decomposition().level_count.0;
+    let params = cuda.params.pbs_decomposition();
+    decompose_with(cuda, &cuda.kernels.pbs_decompose, input, params)
+}
+
+/// Runs a decomposition kernel (`fhe_decompose` or `fhe_pbs_decompose_*`, which take the same
+/// arguments) on `input`.
+fn decompose_with(
+    cuda: &Cuda,
+    kernel: &Kernel,
+    input: &[u64],
+    params: DecompositionParams,
+) -> Result<Vec<i64>, Error> {
+    let levels = params.level_count.0;
     if input.is_empty() {
         return Ok(Vec::new());
     }
     let device_input = cuda.gpu.upload(input)?;
     let mut output = cuda.gpu.alloc_zeroed::<i64>(input.len() * levels)?;
     let len = input.len() as u64;
+    let base_log = to_u32(params.base_log.0);
+    let level_count = to_u32(levels);
     let grid = Grid::cover(len, ELEMENTWISE_THREADS);
-    // SAFETY: the arguments match `fhe_pbs_decompose_*(const u64*, i64*, u64)`; the input
-    // holds `len` words and the output `len * levels`, which the kernel's grid-stride loop
-    // stays within.
+    // SAFETY: the arguments match `(const u64*, i64*, u64, u32, u32)`, the signature of both
+    // kernels; the input holds `len` words and the output `len * level_count`, which the
+    // kernels' grid-stride loops stay within; `params` is a valid decomposition (b l <= 64),
+    // the engine's own for `fhe_pbs_decompose_*`.
     unsafe {
         cuda.gpu
-            .launch(&cuda.kernels.pbs_decompose, grid)
+            .launch(kernel, grid)
             .buffer(&device_input)
             .buffer_mut(&mut output)
             .value(&len)
+            .value(&base_log)
+            .value(&level_count)
             .run()?;
     }
     Ok(output.to_host()?)
