@@ -10,10 +10,9 @@
 // look_up                           values[i] = table[values[i]].
 // identity                          table[i] = i.
 // pmns_split_R / pmns_children      one level of the sampler's tree.
-#include "chacha.cuh"
+#include "permutation.cuh"
 
 #define TAG_KEYS 0x4B455953u
-#define TAG_SWAP 0x53574150u
 #define TAG_PMNS 0x504D4E53u
 
 // Whole-domain tables: rounds over domains up to SMALL_DOMAIN run in shared memory, in blocks
@@ -23,63 +22,13 @@
 #define SMALL_BLOCKS_PER_ROUND (SMALL_DOMAIN / 512u)
 #define SMALL_OPS (SMALL_THREADS / SMALL_BLOCKS_PER_ROUND)
 
-// One stage of a permutation for the random-access kernels (Stage in prp/src/cuda.rs).
-struct Stage {
-    u64 domain;
-    u64 first_key;  // index of the stage's round 0 in the round-key array
-    u32 rounds;
-    u32 index;      // the stage number s
-};
-
-// One round over a small domain (SmallRound in prp/src/cuda.rs).
+// One round over a small domain (SmallRound in prp/src/cuda/evaluate.rs).
 struct SmallRound {
     u32 domain;
     u32 round_key;
     u32 nonce1;  // (round << 8) | stage
     u32 unused;
 };
-
-// Word `index` (0..15) of a block held in registers, without dynamic register indexing.
-__device__ __forceinline__ u32 select_word(const u32 w[16], u32 index) {
-    u32 word = 0;
-#pragma unroll
-    for (u32 i = 0; i < 16; ++i) word = (i == index) ? w[i] : word;
-    return word;
-}
-
-// (k - x) mod n for k, x < n, without overflow.
-__device__ __forceinline__ u64 partner(u64 k, u64 x, u64 n) { return k >= x ? k - x : k + (n - x); }
-
-// One SwapOrNot round on x, its swap bit from one ChaCha block.
-template <int R>
-__device__ __forceinline__ u64 swap_or_not_round(const ChaChaKey& key, u32 nonce1, u64 k, u64 n,
-                                                 u64 x) {
-    const u64 other = partner(k, x, n);
-    const u64 xh = x > other ? x : other;
-    const u64 index = xh >> 9;
-    u32 w[16];
-    chacha_block<R>(key, (u32)index, (u32)(index >> 32), nonce1, TAG_SWAP, w);
-    const u32 bit = (select_word(w, (u32)(xh >> 5) & 15) >> (xh & 31)) & 1;
-    return bit ? other : x;
-}
-
-template <int R>
-__device__ __forceinline__ u64 stage_forward(const ChaChaKey& key, const Stage& s,
-                                             const u64* round_keys, u64 x) {
-    for (u32 r = 0; r < s.rounds; ++r)
-        x = swap_or_not_round<R>(key, (r << 8) | s.index, __ldg(round_keys + s.first_key + r),
-                                 s.domain, x);
-    return x;
-}
-
-template <int R>
-__device__ __forceinline__ u64 stage_inverse(const ChaChaKey& key, const Stage& s,
-                                             const u64* round_keys, u64 x) {
-    for (u32 r = s.rounds; r-- > 0;)
-        x = swap_or_not_round<R>(key, (r << 8) | s.index, __ldg(round_keys + s.first_key + r),
-                                 s.domain, x);
-    return x;
-}
 
 // Forward: stage s, then s + 1 while the value is below its domain.
 template <int R>
