@@ -7,14 +7,16 @@
 //! `cuda-amortized`; and `ks-pbs-batch/<backend>/<size>` for batches of 1 to 16,384
 //! ciphertexts (GPU; the CPU up to 256), throughput in ciphertexts; and
 //! `ks-pbs/cuda-low-latency-standard-switch`, the set run with the plain rounding modulus
-//! switch instead of its centered-mean one (what the latter costs). Keys come from a fixed
+//! switch instead of its centered-mean one (what the latter costs); and backend
+//! `cpu-multi-bit-g4`, tfhe-rs's `PARAM_GPU_MULTI_BIT_GROUP_4_MESSAGE_2_CARRY_2` on the CPU
+//! (batches up to 16). Keys come from a fixed
 //! seed; every output is decrypted and checked once before timing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use fhe_pbs::{
     BlindRotationMode, Bootstrapper, ClientKey, Cpu, Csprng, EvaluationKeys, LookupTable,
-    LweCiphertext, PARAM_MESSAGE_2_CARRY_2,
+    LweCiphertext, PARAM_GPU_MULTI_BIT_GROUP_4_MESSAGE_2_CARRY_2, PARAM_MESSAGE_2_CARRY_2,
 };
 
 /// Batch sizes of the throughput runs.
@@ -36,8 +38,7 @@ fn bench_backend(
     inputs: &[LweCiphertext],
     max: usize,
 ) {
-    let params = PARAM_MESSAGE_2_CARRY_2;
-    let lut = LookupTable::new(&params, f).unwrap();
+    let lut = LookupTable::new(backend.parameters(), f).unwrap();
     let big = &inputs[0];
     let small = backend.keyswitch(big).unwrap();
     let out = backend.keyswitch_bootstrap(big, &lut).unwrap();
@@ -80,6 +81,21 @@ fn fhe_pbs(c: &mut Criterion) {
     let cpu = Cpu::new(keys.clone(), BlindRotationMode::Fft).unwrap();
     bench_backend(c, "cpu", &cpu, &client, &inputs, CPU_MAX_BATCH);
     cuda(c, &keys, &client, &inputs);
+    multi_bit_cpu(c);
+}
+
+/// tfhe-rs's GPU multi-bit set with g = 4 on the CPU (FFT mode): one ciphertext and batches
+/// up to 16.
+fn multi_bit_cpu(c: &mut Criterion) {
+    let params = PARAM_GPU_MULTI_BIT_GROUP_4_MESSAGE_2_CARRY_2;
+    let mut rng = Csprng::from_seed([0x4d; 32]);
+    let client = ClientKey::generate(params, &mut rng);
+    let keys = EvaluationKeys::generate(&client, &mut rng);
+    let inputs: Vec<LweCiphertext> = (0..16)
+        .map(|i| client.encrypt(i as u64 % 16, &mut rng).unwrap())
+        .collect();
+    let cpu = Cpu::new(keys, BlindRotationMode::Fft).unwrap();
+    bench_backend(c, "cpu-multi-bit-g4", &cpu, &client, &inputs, 16);
 }
 
 #[cfg(feature = "cuda")]

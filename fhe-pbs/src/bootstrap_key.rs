@@ -56,28 +56,8 @@ impl BootstrapKey {
         noise: NoiseDistribution,
         rng: &mut Csprng,
     ) -> Self {
-        let n = glwe_key.polynomial_size().0;
-        let k = glwe_key.glwe_dimension().0;
-        let rows_per_ggsw = decomposition.level_count.0 * (k + 1);
-        let row_len = (k + 1) * n;
-        let ggsw_len = rows_per_ggsw * row_len;
-        let mut data = vec![0u64; lwe_key.dimension().0 * ggsw_len];
-        for row in data.chunks_exact_mut(row_len) {
-            let (mask, body) = row.split_at_mut(k * n);
-            rng.fill_uniform(mask);
-            rng.fill_noise(body, noise);
-        }
-        let key = glwe_key.as_slice();
-        data.par_chunks_exact_mut(ggsw_len)
-            .zip(lwe_key.as_slice().par_iter())
-            .for_each_init(
-                || ExactMultiplier::new(n),
-                |multiplier, (ggsw, &bit)| {
-                    fill_ggsw_bodies(ggsw, key, n, bit, decomposition, multiplier);
-                },
-            );
         Self {
-            data,
+            data: encrypt_ggsw_list(lwe_key.as_slice(), glwe_key, decomposition, noise, rng),
             lwe_dimension: lwe_key.dimension(),
             glwe_dimension: glwe_key.glwe_dimension(),
             polynomial_size: glwe_key.polynomial_size(),
@@ -183,6 +163,40 @@ impl BootstrapKey {
         let len = self.ggsw_len();
         Ok(&self.data[i * len..(i + 1) * len])
     }
+}
+
+/// GGSW encryptions of `cleartexts` (each 0 or 1) one after the other, in this crate's GGSW
+/// layout: for each GGSW, level, row, the GLWE mask (`k N` words of `rng`) then the `N` noise
+/// samples, all drawn in that order before the bodies are computed (in parallel, so the result
+/// does not depend on the thread count).
+pub(crate) fn encrypt_ggsw_list(
+    cleartexts: &[u64],
+    glwe_key: &GlweSecretKey,
+    decomposition: DecompositionParams,
+    noise: NoiseDistribution,
+    rng: &mut Csprng,
+) -> Vec<u64> {
+    let n = glwe_key.polynomial_size().0;
+    let k = glwe_key.glwe_dimension().0;
+    let rows_per_ggsw = decomposition.level_count.0 * (k + 1);
+    let row_len = (k + 1) * n;
+    let ggsw_len = rows_per_ggsw * row_len;
+    let mut data = vec![0u64; cleartexts.len() * ggsw_len];
+    for row in data.chunks_exact_mut(row_len) {
+        let (mask, body) = row.split_at_mut(k * n);
+        rng.fill_uniform(mask);
+        rng.fill_noise(body, noise);
+    }
+    let key = glwe_key.as_slice();
+    data.par_chunks_exact_mut(ggsw_len)
+        .zip(cleartexts.par_iter())
+        .for_each_init(
+            || ExactMultiplier::new(n),
+            |multiplier, (ggsw, &bit)| {
+                fill_ggsw_bodies(ggsw, key, n, bit, decomposition, multiplier);
+            },
+        );
+    data
 }
 
 /// The GGSW encryption of `bit` with its randomness given (integer-exact): `masks` holds the

@@ -303,15 +303,7 @@ impl FourierBootstrapKey {
             .zip(key.as_slice().par_chunks_exact(ggsw_polys * n))
             .for_each_init(
                 || fft.make_scratch(),
-                |scratch, (out, ggsw)| {
-                    let levels_out = out.chunks_exact_mut(level_polys * half);
-                    let levels_in = ggsw.chunks_exact(level_polys * n).rev();
-                    for (out_level, level) in levels_out.zip(levels_in) {
-                        for (o, p) in out_level.chunks_exact_mut(half).zip(level.chunks_exact(n)) {
-                            fft.forward_u64(p, o, scratch);
-                        }
-                    }
-                },
+                |scratch, (out, ggsw)| ggsw_to_fourier(&fft, ggsw, out, level_polys, scratch),
             );
         Ok(Self {
             data,
@@ -337,5 +329,25 @@ impl FourierBootstrapKey {
         self.data
             .get(i * self.ggsw_len..(i + 1) * self.ggsw_len)
             .unwrap_or(&[])
+    }
+}
+
+/// One standard-domain GGSW (`level_polys` polynomials a level, least significant level first)
+/// into `out` in the Fourier layout of [`FourierBootstrapKey`] (most significant level first).
+pub(crate) fn ggsw_to_fourier(
+    fft: &NegacyclicFft,
+    ggsw: &[u64],
+    out: &mut [Complex64],
+    level_polys: usize,
+    scratch: &mut [Complex64],
+) {
+    let n = fft.polynomial_size;
+    let half = n / 2;
+    let levels_out = out.chunks_exact_mut(level_polys * half);
+    let levels_in = ggsw.chunks_exact(level_polys * n).rev();
+    for (out_level, level) in levels_out.zip(levels_in) {
+        for (o, p) in out_level.chunks_exact_mut(half).zip(level.chunks_exact(n)) {
+            fft.forward_u64(p, o, scratch);
+        }
     }
 }

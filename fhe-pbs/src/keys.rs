@@ -13,7 +13,11 @@ use crate::error::Error;
 use crate::glwe::{GlweCiphertext, encrypt_glwe_with_randomness, glwe_phase};
 use crate::keyswitch::KeyswitchKey;
 use crate::lwe::{LweCiphertext, decode, encode, encrypt_lwe, lwe_phase};
-use crate::params::{GlweDimension, LweDimension, NoiseDistribution, Parameters, PolynomialSize};
+use crate::multi_bit_key::MultiBitBootstrapKey;
+use crate::params::{
+    DecompositionParams, GlweDimension, LweDimension, NoiseDistribution, Parameters, PbsKind,
+    PolynomialSize,
+};
 use crate::rng::Csprng;
 
 /// `bits` if it is a binary key (at least one word, every word 0 or 1); else they are zeroed
@@ -393,12 +397,90 @@ impl ClientKey {
     }
 }
 
+/// The bootstrap key of a set of evaluation keys: classic or multi-bit, as its parameters'
+/// [`PbsKind`] says ([`EvaluationKeys::from_parts`] refuses any other pairing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AnyBootstrapKey {
+    /// For a [`PbsKind::Classic`] set.
+    Classic(BootstrapKey),
+    /// For a [`PbsKind::MultiBit`] set.
+    MultiBit(MultiBitBootstrapKey),
+}
+
+impl From<BootstrapKey> for AnyBootstrapKey {
+    fn from(key: BootstrapKey) -> Self {
+        Self::Classic(key)
+    }
+}
+
+impl From<MultiBitBootstrapKey> for AnyBootstrapKey {
+    fn from(key: MultiBitBootstrapKey) -> Self {
+        Self::MultiBit(key)
+    }
+}
+
+impl AnyBootstrapKey {
+    /// Classic, or multi-bit with the key's grouping factor.
+    #[must_use]
+    pub fn pbs_kind(&self) -> PbsKind {
+        match self {
+            Self::Classic(_) => PbsKind::Classic,
+            Self::MultiBit(key) => PbsKind::MultiBit(key.grouping_factor()),
+        }
+    }
+
+    /// `n`, the dimension of the small key it encrypts.
+    #[must_use]
+    pub fn lwe_dimension(&self) -> LweDimension {
+        match self {
+            Self::Classic(key) => key.lwe_dimension(),
+            Self::MultiBit(key) => key.lwe_dimension(),
+        }
+    }
+
+    /// `k`.
+    #[must_use]
+    pub fn glwe_dimension(&self) -> GlweDimension {
+        match self {
+            Self::Classic(key) => key.glwe_dimension(),
+            Self::MultiBit(key) => key.glwe_dimension(),
+        }
+    }
+
+    /// `N`.
+    #[must_use]
+    pub fn polynomial_size(&self) -> PolynomialSize {
+        match self {
+            Self::Classic(key) => key.polynomial_size(),
+            Self::MultiBit(key) => key.polynomial_size(),
+        }
+    }
+
+    /// The decomposition of its GGSWs.
+    #[must_use]
+    pub fn decomposition(&self) -> DecompositionParams {
+        match self {
+            Self::Classic(key) => key.decomposition(),
+            Self::MultiBit(key) => key.decomposition(),
+        }
+    }
+
+    /// The words, in the layout of its kind.
+    #[must_use]
+    pub fn as_slice(&self) -> &[u64] {
+        match self {
+            Self::Classic(key) => key.as_slice(),
+            Self::MultiBit(key) => key.as_slice(),
+        }
+    }
+}
+
 /// What the server needs: the bootstrap key, the key-switching key and the parameters. No
 /// secret in it; `Debug` shows dimensions only (the keys are large).
 #[derive(Clone)]
 pub struct EvaluationKeys {
     params: Parameters,
-    bootstrap_key: BootstrapKey,
+    bootstrap_key: AnyBootstrapKey,
     keyswitch_key: KeyswitchKey,
 }
 
@@ -414,7 +496,8 @@ impl fmt::Debug for EvaluationKeys {
 
 impl EvaluationKeys {
     /// Generates the key-switching key (big key to small key, LWE noise) and then the bootstrap
-    /// key (the small key's bits under the GLWE key, GLWE noise), in that order from `rng`.
+    /// key of the set's [`PbsKind`] (the small key's bits, or their group patterns, under the
+    /// GLWE key, GLWE noise), in that order from `rng`.
     #[must_use]
     pub fn generate(client_key: &ClientKey, rng: &mut Csprng) -> Self {
         let params = client_key.params;
@@ -425,13 +508,30 @@ impl EvaluationKeys {
             params.lwe_noise(),
             rng,
         );
-        let bootstrap_key = BootstrapKey::generate(
-            &client_key.lwe_key,
-            &client_key.glwe_key,
-            params.pbs_decomposition(),
-            params.glwe_noise(),
-            rng,
-        );
+        let bootstrap_key = match params.pbs_kind() {
+            PbsKind::Classic => AnyBootstrapKey::Classic(BootstrapKey::generate(
+                &client_key.lwe_key,
+                &client_key.glwe_key,
+                params.pbs_decomposition(),
+                params.glwe_noise(),
+                rng,
+            )),
+            PbsKind::MultiBit(grouping_factor) => {
+                match MultiBitBootstrapKey::generate(
+                    &client_key.lwe_key,
+                    &client_key.glwe_key,
+                    grouping_factor,
+                    params.pbs_decomposition(),
+                    params.glwe_noise(),
+                    rng,
+                ) {
+                    Ok(key) => AnyBootstrapKey::MultiBit(key),
+                    // Parameters::new_multi_bit checked g and n, and the client key's
+                    // dimensions are the parameters'.
+                    Err(_) => unreachable!("a multi-bit set's g divides its n"),
+                }
+            }
+        };
         Self {
             params,
             bootstrap_key,
@@ -443,13 +543,25 @@ impl EvaluationKeys {
     ///
     /// # Errors
     ///
-    /// [`Error::DimensionMismatch`] when a key's dimensions or decomposition disagree with
-    /// `params`.
+    /// [`Error::InvalidParameter`] when the bootstrap key's kind (classic, or multi-bit with
+    /// its grouping factor) is not the set's; [`Error::DimensionMismatch`] when a key's
+    /// dimensions or decomposition disagree with `params`.
     pub fn from_parts(
         params: Parameters,
-        bootstrap_key: BootstrapKey,
+        bootstrap_key: impl Into<AnyBootstrapKey>,
         keyswitch_key: KeyswitchKey,
     ) -> Result<Self, Error> {
+        let bootstrap_key = bootstrap_key.into();
+        if bootstrap_key.pbs_kind() != params.pbs_kind() {
+            return Err(Error::InvalidParameter {
+                name: "bootstrap key",
+                reason: format!(
+                    "a {:?} key for a {:?} parameter set",
+                    bootstrap_key.pbs_kind(),
+                    params.pbs_kind()
+                ),
+            });
+        }
         let checks = [
             (
                 "bootstrap key LWE dimension",
@@ -513,9 +625,9 @@ impl EvaluationKeys {
         &self.params
     }
 
-    /// The bootstrap key (standard domain).
+    /// The bootstrap key (standard domain), classic or multi-bit as the parameters say.
     #[must_use]
-    pub fn bootstrap_key(&self) -> &BootstrapKey {
+    pub fn bootstrap_key(&self) -> &AnyBootstrapKey {
         &self.bootstrap_key
     }
 

@@ -6,9 +6,17 @@
 //! tfhe-rs's modulus switch to `2N` (plain rounding, or its centered-mean variant, per
 //! parameter set), its balanced signed gadget decomposition with rounding, blind rotation by
 //! CMux (external products), sample extraction, and lookup tables with one bit of padding
-//! (`delta = 2^63 / p`). `tests/tfhe_rs.rs` checks the decomposition, both modulus switches,
-//! the key-switching key's layout and the key switch bit for bit against tfhe-rs 1.8.2 (a
-//! dev-dependency only).
+//! (`delta = 2^63 / p`). Both of tfhe-rs's bootstraps: classic ([`BootstrapKey`], one CMux per
+//! mask word) and multi-bit ([`MultiBitBootstrapKey`], grouping factor 2, 3 or 4: one external
+//! product per group of mask words with a key bundle built from the group's `2^g` GGSWs; sets
+//! made with [`Parameters::new_multi_bit`], or tfhe-rs's
+//! [`PARAM_GPU_MULTI_BIT_GROUP_4_MESSAGE_2_CARRY_2`] and its group-3 sibling); the parameters'
+//! [`PbsKind`] fixes which, and [`EvaluationKeys`] holds only a key of that kind.
+//! `tests/tfhe_rs.rs` checks the decomposition, both modulus switches, the multi-bit monomial
+//! degrees, the key-switching key's layout and the key switch bit for bit against tfhe-rs
+//! 1.8.2 (a dev-dependency only), and bootstraps keys and ciphertexts across both libraries,
+//! classic and multi-bit. The multi-bit bootstrap runs on the CPU only for now: [`Cuda`]
+//! refuses multi-bit keys with an error.
 //!
 //! Every operation goes through the [`Bootstrapper`] trait. [`Cpu`] implements it from the
 //! [`EvaluationKeys`] in one of two [`BlindRotationMode`]s: `Exact` (integer products, the
@@ -150,6 +158,7 @@ pub mod keyswitch;
 pub mod lut;
 pub mod lwe;
 pub mod modswitch;
+pub mod multi_bit_key;
 pub mod params;
 pub mod polynomial;
 mod rng;
@@ -165,14 +174,17 @@ pub use error::Error;
 pub use error::GpuFailure;
 pub use fft::FourierBootstrapKey;
 pub use glwe::GlweCiphertext;
-pub use keys::{ClientKey, EvaluationKeys, GlweSecretKey, LweSecretKey};
+pub use keys::{AnyBootstrapKey, ClientKey, EvaluationKeys, GlweSecretKey, LweSecretKey};
 pub use keyswitch::KeyswitchKey;
 pub use lut::LookupTable;
 pub use lwe::LweCiphertext;
+pub use multi_bit_key::MultiBitBootstrapKey;
 pub use params::{
     DecompositionBaseLog, DecompositionLevelCount, DecompositionParams, GlweDimension,
-    LweDimension, ModulusSwitchType, NoiseDistribution, PARAM_MESSAGE_2_CARRY_2,
-    PARAM_TEST_INSECURE, ParameterSpec, Parameters, PolynomialSize,
+    GroupingFactor, LweDimension, ModulusSwitchType, NoiseDistribution,
+    PARAM_GPU_MULTI_BIT_GROUP_3_MESSAGE_2_CARRY_2, PARAM_GPU_MULTI_BIT_GROUP_4_MESSAGE_2_CARRY_2,
+    PARAM_MESSAGE_2_CARRY_2, PARAM_TEST_INSECURE, ParameterSpec, Parameters, PbsKind,
+    PolynomialSize,
 };
 pub use rng::Csprng;
 

@@ -61,6 +61,44 @@ pub fn modulus_switch_lwe(
     ))
 }
 
+/// The monomial degrees of one group of a multi-bit bootstrap (tfhe-rs's
+/// `modulus_switch_multi_bit`): for each pattern `t` from 1 to `2^g - 1`, the sum (mod
+/// `2^64`) of the group's mask words `a_j` whose bit `g - 1 - j` is set in `t`, then switched
+/// to `2N` ([`modulus_switch`]). `group` holds the `g` mask words.
+///
+/// # Errors
+///
+/// As [`modulus_switch`]; [`Error::InvalidParameter`] unless `group` has 2 to 4 words.
+pub fn multi_bit_degrees(
+    group: &[u64],
+    polynomial_size: PolynomialSize,
+) -> Result<Vec<usize>, Error> {
+    let log2_2n = log2_2n(polynomial_size)?;
+    if !(2..=4).contains(&group.len()) {
+        return Err(Error::InvalidParameter {
+            name: "grouping_factor",
+            reason: format!("g = {} must be 2, 3 or 4", group.len()),
+        });
+    }
+    let mut degrees = vec![0; 1 << group.len()];
+    multi_bit_degrees_unchecked(group, log2_2n, &mut degrees);
+    degrees.remove(0);
+    Ok(degrees)
+}
+
+/// [`multi_bit_degrees`] into `degrees` (`2^g` entries; entry 0, the empty pattern, is 0).
+pub(crate) fn multi_bit_degrees_unchecked(group: &[u64], log2_2n: u32, degrees: &mut [usize]) {
+    let g = group.len();
+    for (pattern, degree) in degrees.iter_mut().enumerate() {
+        let sum = group
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| (pattern >> (g - 1 - j)) & 1 == 1)
+            .fold(0u64, |sum, (_, &a)| sum.wrapping_add(a));
+        *degree = modulus_switch_unchecked(sum, log2_2n);
+    }
+}
+
 /// What [`ModulusSwitchType::CenteredMeanNoiseReduction`] adds to the body of a ciphertext
 /// with this `mask` before switching it (see the module docs).
 ///

@@ -155,6 +155,59 @@ pub struct ParameterSpec {
     pub modulus_switch: ModulusSwitchType,
 }
 
+/// `g`: how many small-key coefficients a multi-bit bootstrap handles in one external
+/// product (tfhe-rs's `LweBskGroupingFactor`). This crate runs 2, 3 and 4.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct GroupingFactor(pub usize);
+
+impl GroupingFactor {
+    /// `2^g`: the GGSW ciphertexts per group of a multi-bit bootstrap key (tfhe-rs's
+    /// `ggsw_per_multi_bit_element`), one per pattern of the group's `g` key bits.
+    #[must_use]
+    /// Saturates at `usize::MAX` for a `g` too large for a shift (refused by every check).
+    pub const fn ggsw_per_group(&self) -> usize {
+        if self.0 < usize::BITS as usize {
+            1 << self.0
+        } else {
+            usize::MAX
+        }
+    }
+
+    /// `n / g`, the number of groups of a small key of dimension `n`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] unless `g` is 2, 3 or 4 and `n` a positive multiple of it.
+    pub fn groups(&self, lwe_dimension: LweDimension) -> Result<usize, Error> {
+        let (n, g) = (lwe_dimension.0, self.0);
+        if !(2..=4).contains(&g) {
+            return Err(Error::InvalidParameter {
+                name: "grouping_factor",
+                reason: format!("g = {g} must be 2, 3 or 4"),
+            });
+        }
+        if n == 0 || n % g != 0 {
+            return Err(Error::InvalidParameter {
+                name: "lwe_dimension",
+                reason: format!("n = {n} must be a positive multiple of the grouping factor {g}"),
+            });
+        }
+        Ok(n / g)
+    }
+}
+
+/// The kind of programmable bootstrap a parameter set runs, and so the kind of its bootstrap
+/// key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PbsKind {
+    /// One GGSW per small-key coefficient, one CMux per mask coefficient
+    /// ([`crate::BootstrapKey`]).
+    Classic,
+    /// Multi-bit: `2^g` GGSWs per group of `g` small-key coefficients, one external product
+    /// per group ([`crate::MultiBitBootstrapKey`]), as tfhe-rs's multi-bit PBS.
+    MultiBit(GroupingFactor),
+}
+
 /// A validated parameter set.
 ///
 /// Conventions (tfhe-rs `core_crypto`, `KS_PBS`): fresh ciphertexts live under the *big* LWE
@@ -165,6 +218,7 @@ pub struct ParameterSpec {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Parameters {
     spec: ParameterSpec,
+    pbs_kind: PbsKind,
 }
 
 /// tfhe-rs 1.8's `PARAM_MESSAGE_2_CARRY_2_KS_PBS_TUNIFORM_2M128` (the default
@@ -192,6 +246,7 @@ pub const PARAM_MESSAGE_2_CARRY_2: Parameters = Parameters {
         plaintext_modulus: 16,
         modulus_switch: ModulusSwitchType::CenteredMeanNoiseReduction,
     },
+    pbs_kind: PbsKind::Classic,
 };
 
 /// A small, **insecure** set for tests and examples: `n = 256`, `k = 1`, `N = 1024`, PBS
@@ -220,6 +275,59 @@ pub const PARAM_TEST_INSECURE: Parameters = Parameters {
         plaintext_modulus: 16,
         modulus_switch: ModulusSwitchType::CenteredMeanNoiseReduction,
     },
+    pbs_kind: PbsKind::Classic,
+};
+
+/// tfhe-rs 1.8's `PARAM_GPU_MULTI_BIT_GROUP_4_MESSAGE_2_CARRY_2_KS_PBS_TUNIFORM_2M128` (its
+/// numbers are those of `V1_1_...` in tfhe-rs's source, which 1.8 re-exports): multi-bit with
+/// `g = 4`, `n = 920`, `k = 1`, `N = 2048`, LWE t-uniform bound `2^45`, GLWE t-uniform bound
+/// `2^17`, PBS decomposition `2^22` x 1, key-switch decomposition `2^3` x 5, `p = 16`, the
+/// standard modulus switch. tfhe-rs states its failure probability as `2^-134.345`.
+pub const PARAM_GPU_MULTI_BIT_GROUP_4_MESSAGE_2_CARRY_2: Parameters = Parameters {
+    spec: ParameterSpec {
+        lwe_dimension: LweDimension(920),
+        glwe_dimension: GlweDimension(1),
+        polynomial_size: PolynomialSize(2048),
+        lwe_noise: NoiseDistribution::TUniform { bound_log2: 45 },
+        glwe_noise: NoiseDistribution::TUniform { bound_log2: 17 },
+        pbs_decomposition: DecompositionParams {
+            base_log: DecompositionBaseLog(22),
+            level_count: DecompositionLevelCount(1),
+        },
+        ks_decomposition: DecompositionParams {
+            base_log: DecompositionBaseLog(3),
+            level_count: DecompositionLevelCount(5),
+        },
+        plaintext_modulus: 16,
+        modulus_switch: ModulusSwitchType::Standard,
+    },
+    pbs_kind: PbsKind::MultiBit(GroupingFactor(4)),
+};
+
+/// tfhe-rs 1.8's `PARAM_GPU_MULTI_BIT_GROUP_3_MESSAGE_2_CARRY_2_KS_PBS_TUNIFORM_2M128` (the
+/// numbers of `V1_1_...`): multi-bit with `g = 3`, `n = 879`, `k = 1`, `N = 2048`, LWE
+/// t-uniform bound `2^46`, GLWE t-uniform bound `2^17`, PBS decomposition `2^14` x 2, key-switch
+/// decomposition `2^2` x 8, `p = 16`, the standard modulus switch. tfhe-rs states its failure
+/// probability as `2^-128.29`.
+pub const PARAM_GPU_MULTI_BIT_GROUP_3_MESSAGE_2_CARRY_2: Parameters = Parameters {
+    spec: ParameterSpec {
+        lwe_dimension: LweDimension(879),
+        glwe_dimension: GlweDimension(1),
+        polynomial_size: PolynomialSize(2048),
+        lwe_noise: NoiseDistribution::TUniform { bound_log2: 46 },
+        glwe_noise: NoiseDistribution::TUniform { bound_log2: 17 },
+        pbs_decomposition: DecompositionParams {
+            base_log: DecompositionBaseLog(14),
+            level_count: DecompositionLevelCount(2),
+        },
+        ks_decomposition: DecompositionParams {
+            base_log: DecompositionBaseLog(2),
+            level_count: DecompositionLevelCount(8),
+        },
+        plaintext_modulus: 16,
+        modulus_switch: ModulusSwitchType::Standard,
+    },
+    pbs_kind: PbsKind::MultiBit(GroupingFactor(3)),
 };
 
 /// The smallest polynomial size [`Parameters::new`] accepts.
@@ -282,7 +390,36 @@ impl Parameters {
                 reason: format!("p = {p} must be a power of two from 2 to N = {n}"),
             });
         }
-        Ok(Self { spec })
+        Ok(Self {
+            spec,
+            pbs_kind: PbsKind::Classic,
+        })
+    }
+
+    /// Checks a caller-defined multi-bit set: as [`Parameters::new`], and also `g` in
+    /// `{2, 3, 4}`, `n` a multiple of `g`, and the standard modulus switch (tfhe-rs's multi-bit
+    /// PBS switches each group's sums of mask words, with plain rounding).
+    ///
+    /// # Errors
+    ///
+    /// As [`Parameters::new`], and [`Error::InvalidParameter`] naming `grouping_factor`,
+    /// `lwe_dimension` or `modulus_switch` for the checks above.
+    pub fn new_multi_bit(
+        spec: ParameterSpec,
+        grouping_factor: GroupingFactor,
+    ) -> Result<Self, Error> {
+        let classic = Self::new(spec)?;
+        grouping_factor.groups(spec.lwe_dimension)?;
+        if spec.modulus_switch != ModulusSwitchType::Standard {
+            return Err(Error::InvalidParameter {
+                name: "modulus_switch",
+                reason: "a multi-bit bootstrap switches with ModulusSwitchType::Standard".into(),
+            });
+        }
+        Ok(Self {
+            pbs_kind: PbsKind::MultiBit(grouping_factor),
+            ..classic
+        })
     }
 
     /// The fields of this set.
@@ -357,11 +494,23 @@ impl Parameters {
         self.spec.modulus_switch
     }
 
+    /// Classic or multi-bit (with its grouping factor).
+    #[must_use]
+    pub const fn pbs_kind(&self) -> PbsKind {
+        self.pbs_kind
+    }
+
     /// `log2` of the failure probability of one bootstrap as tfhe-rs states it for this set,
     /// run as it is here (its `log2_p_fail`), or `None` for a set tfhe-rs does not define
     /// (this crate computes none of its own).
     #[must_use]
     pub fn log2_failure_probability(&self) -> Option<f64> {
-        (*self == PARAM_MESSAGE_2_CARRY_2).then_some(-129.581)
+        [
+            (PARAM_MESSAGE_2_CARRY_2, -129.581),
+            (PARAM_GPU_MULTI_BIT_GROUP_4_MESSAGE_2_CARRY_2, -134.345),
+            (PARAM_GPU_MULTI_BIT_GROUP_3_MESSAGE_2_CARRY_2, -128.29),
+        ]
+        .into_iter()
+        .find_map(|(set, log2)| (*self == set).then_some(log2))
     }
 }

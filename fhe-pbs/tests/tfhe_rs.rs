@@ -235,7 +235,6 @@ fn bootstraps_cross_between_tfhe_rs_and_this_crate() {
     let fft = Cpu::new(evaluation, BlindRotationMode::Fft).unwrap();
     let exact = fft.with_mode(BlindRotationMode::Exact).unwrap();
     let lut = LookupTable::new(&params, |m| (3 * m + 1) % p).unwrap();
-    let big_key = keys.glwe.as_lwe_secret_key();
     let big_width = params.big_lwe_dimension().0 + 1;
     let mut rng = fhe_pbs::Csprng::from_seed([21; 32]);
     let mut fourier = tfhe_core::FourierLweBootstrapKey::new(
@@ -258,34 +257,10 @@ fn bootstraps_cross_between_tfhe_rs_and_this_crate() {
         .copy_from_slice(lut.polynomial());
     for m in 0..p {
         // tfhe-rs encrypts under the big key; this crate key-switches and bootstraps.
-        let mut ct = tfhe_core::LweCiphertext::new(
-            0u64,
-            tfhe_core::LweSize(big_width),
-            CiphertextModulus::new_native(),
-        );
-        tfhe_core::encrypt_lwe_ciphertext(
-            &big_key,
-            &mut ct,
-            tfhe_core::Plaintext(m * delta),
-            tfhe_core::Gaussian::from_dispersion_parameter(
-                tfhe_core::StandardDev(2f64.powi(-50)),
-                0.0,
-            ),
-            &mut keys.encryption,
-        );
-        let ours = LweCiphertext::from_vec(ct.as_ref().to_vec()).unwrap();
+        let ours = keys.encrypt_big(m * delta);
         for server in [&fft, &exact] {
             let out = server.keyswitch_bootstrap(&ours, &lut).unwrap();
-            let out = tfhe_core::LweCiphertext::from_container(
-                out.into_vec(),
-                CiphertextModulus::new_native(),
-            );
-            let phase = tfhe_core::decrypt_lwe_ciphertext(&big_key, &out).0;
-            assert_eq!(
-                fhe_pbs::lwe::decode(phase, p).unwrap(),
-                (3 * m + 1) % p,
-                "m = {m}"
-            );
+            assert_eq!(keys.decrypt_big(out, p), (3 * m + 1) % p, "m = {m}");
         }
         // This crate encrypts; tfhe-rs key-switches and bootstraps with the same keys.
         let ours = client.encrypt(m, &mut rng).unwrap();
@@ -383,5 +358,162 @@ fn modulus_switch_noise_matches_tfhe_rs_formulas() {
             (mean * two_n - expected_mean).abs() < 0.2,
             "{switch:?}: mean {mean}"
         );
+    }
+}
+
+/// The insecure test set's shape with `n = 252` and the standard switch, multi-bit with `g`.
+fn multi_bit_test_set(g: usize) -> fhe_pbs::Parameters {
+    let spec = fhe_pbs::ParameterSpec {
+        lwe_dimension: fhe_pbs::LweDimension(252),
+        modulus_switch: ModulusSwitchType::Standard,
+        ..*PARAM_TEST_INSECURE.spec()
+    };
+    fhe_pbs::Parameters::new_multi_bit(spec, fhe_pbs::GroupingFactor(g)).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+    /// The monomial degrees of a multi-bit group, bit for bit with tfhe-rs's
+    /// `modulus_switch_multi_bit`, for every grouping factor and awkward words.
+    #[test]
+    fn multi_bit_degrees_match_tfhe_rs(
+        words in proptest::collection::vec(
+            prop_oneof![any::<u64>(), Just(0u64), Just(u64::MAX), Just(1u64 << 63), (0u32..64).prop_map(|s| 1u64 << s)],
+            4,
+        ),
+        g in 2usize..=4,
+        log2_n in 9u32..=13,
+    ) {
+        let n = PolynomialSize(1 << log2_n);
+        let group = &words[..g];
+        let ours = fhe_pbs::modswitch::multi_bit_degrees(group, n).unwrap();
+        let theirs: Vec<usize> = tfhe_core::modulus_switch_multi_bit(
+            CiphertextModulusLog(log2_n as usize + 1),
+            tfhe_core::LweBskGroupingFactor(g),
+            group,
+        )
+        .collect();
+        prop_assert_eq!(ours, theirs);
+    }
+}
+
+/// Multi-bit keys made by tfhe-rs and its ciphertexts, key-switched and bootstrapped by this
+/// crate (exact and FFT), decrypted by tfhe-rs; this crate's ciphertexts bootstrapped by
+/// tfhe-rs's multi-bit PBS with the same keys, decrypted by this crate; the two outputs'
+/// phases close; and a key made by this crate used by tfhe-rs's PBS.
+#[test]
+fn multi_bit_bootstraps_cross_between_tfhe_rs_and_this_crate() {
+    use fhe_pbs::{
+        AnyBootstrapKey, BlindRotationMode, Bootstrapper, Cpu, EvaluationKeys, LookupTable,
+    };
+    for g in [2, 3, 4] {
+        let params = multi_bit_test_set(g);
+        let p = params.plaintext_modulus();
+        let delta = params.delta();
+        let mut keys = tfhe_keys(&params);
+        let (client, evaluation) = our_keys(params, &keys);
+        let exact = Cpu::new(evaluation, BlindRotationMode::Exact).unwrap();
+        let fft = exact.with_mode(BlindRotationMode::Fft).unwrap();
+        let lut = LookupTable::new(&params, |m| (5 * m + 2) % p).unwrap();
+        let big_width = params.big_lwe_dimension().0 + 1;
+        let to_fourier = |key: &tfhe_core::LweMultiBitBootstrapKeyOwned<u64>| {
+            let mut fourier = tfhe_core::FourierLweMultiBitBootstrapKey::new(
+                key.input_lwe_dimension(),
+                key.glwe_size(),
+                key.polynomial_size(),
+                key.decomposition_base_log(),
+                key.decomposition_level_count(),
+                key.grouping_factor(),
+            );
+            tfhe_core::par_convert_standard_lwe_multi_bit_bootstrap_key_to_fourier(
+                key,
+                &mut fourier,
+            );
+            fourier
+        };
+        let theirs_bsk = keys.multi_bit_bsk.clone().unwrap();
+        let fourier = to_fourier(&theirs_bsk);
+        // This crate's own key for the same secret keys, handed to tfhe-rs.
+        let mut rng = fhe_pbs::Csprng::from_seed([70 + g as u8; 32]);
+        let AnyBootstrapKey::MultiBit(our_key) = EvaluationKeys::generate(&client, &mut rng)
+            .bootstrap_key()
+            .clone()
+        else {
+            panic!("a multi-bit key");
+        };
+        let our_key_for_tfhe = to_fourier(&tfhe_core::LweMultiBitBootstrapKey::from_container(
+            our_key.as_slice().to_vec(),
+            theirs_bsk.glwe_size(),
+            theirs_bsk.polynomial_size(),
+            theirs_bsk.decomposition_base_log(),
+            theirs_bsk.decomposition_level_count(),
+            theirs_bsk.grouping_factor(),
+            CiphertextModulus::new_native(),
+        ));
+        let mut accumulator = tfhe_core::GlweCiphertext::new(
+            0u64,
+            theirs_bsk.glwe_size(),
+            theirs_bsk.polynomial_size(),
+            CiphertextModulus::new_native(),
+        );
+        accumulator
+            .get_mut_body()
+            .as_mut()
+            .copy_from_slice(lut.polynomial());
+        let tfhe_pbs =
+            |small: &tfhe_core::LweCiphertextOwned<u64>,
+             key: &tfhe_core::FourierLweMultiBitBootstrapKeyOwned| {
+                let mut out = tfhe_core::LweCiphertext::new(
+                    0u64,
+                    tfhe_core::LweSize(big_width),
+                    CiphertextModulus::new_native(),
+                );
+                tfhe_core::multi_bit_programmable_bootstrap_lwe_ciphertext(
+                    small,
+                    &mut out,
+                    &accumulator,
+                    key,
+                    tfhe_core::ThreadCount(2),
+                    true,
+                );
+                LweCiphertext::from_vec(out.as_ref().to_vec()).unwrap()
+            };
+        let mut max_distance = 0u64;
+        for m in 0..p {
+            let expected = (5 * m + 2) % p;
+            // tfhe-rs encrypts under the big key; this crate key-switches and bootstraps.
+            let input = keys.encrypt_big(m * delta);
+            for server in [&exact, &fft] {
+                let out = server.keyswitch_bootstrap(&input, &lut).unwrap();
+                assert_eq!(keys.decrypt_big(out, p), expected, "g = {g}, m = {m}");
+            }
+            // This crate encrypts and key-switches; tfhe-rs bootstraps with its key and ours.
+            let small = exact
+                .keyswitch(&client.encrypt(m, &mut rng).unwrap())
+                .unwrap();
+            let ours_out = exact.bootstrap(&small, &lut).unwrap();
+            let small = tfhe_core::LweCiphertext::from_container(
+                small.into_vec(),
+                CiphertextModulus::new_native(),
+            );
+            for key in [&fourier, &our_key_for_tfhe] {
+                let out = tfhe_pbs(&small, key);
+                assert_eq!(
+                    client.decrypt(&out).unwrap(),
+                    expected,
+                    "g = {g}, m = {m} via tfhe-rs"
+                );
+            }
+            let theirs_out = tfhe_pbs(&small, &fourier);
+            let distance = (client.phase(&ours_out).unwrap())
+                .wrapping_sub(client.phase(&theirs_out).unwrap()) as i64;
+            max_distance = max_distance.max(distance.unsigned_abs());
+        }
+        println!(
+            "g = {g}: max |phase(ours, exact) - phase(tfhe-rs)| = 2^{:.1}, delta / 2 = 2^{:.0}",
+            (max_distance as f64).log2(),
+            ((delta / 2) as f64).log2()
+        );
+        assert!(max_distance < (delta / 2) >> 6);
     }
 }

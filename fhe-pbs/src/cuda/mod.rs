@@ -117,7 +117,7 @@ use crate::Bootstrapper;
 use crate::error::Error;
 use crate::fft::FourierBootstrapKey;
 use crate::glwe::GlweCiphertext;
-use crate::keys::EvaluationKeys;
+use crate::keys::{AnyBootstrapKey, EvaluationKeys};
 use crate::lut::LookupTable;
 use crate::lwe::LweCiphertext;
 use crate::params::{ModulusSwitchType, Parameters};
@@ -317,8 +317,15 @@ impl Cuda {
                 reason: format!("the CUDA backend supports N from 512 to 8192, not {n}"),
             });
         }
+        let AnyBootstrapKey::Classic(bootstrap_key) = keys.bootstrap_key() else {
+            return Err(Error::InvalidParameter {
+                name: "bootstrap key",
+                reason: "the CUDA backend runs the classic bootstrap only (multi-bit: the CPU)"
+                    .into(),
+            });
+        };
         let kernels = Self::load_kernels(&gpu, &params)?;
-        let fourier = FourierBootstrapKey::new(keys.bootstrap_key())?;
+        let fourier = FourierBootstrapKey::new(bootstrap_key)?;
         let pbs_levels = params.pbs_decomposition().level_count.0;
         let (twist, twiddles) = fft_tables(n);
         let ksk = keys.keyswitch_key().as_slice();

@@ -1,8 +1,9 @@
 //! Keys made by tfhe-rs 1.8 (a dev-dependency only) for a parameter set of this crate, and
-//! the same keys as this crate's types, through their raw words.
+//! the same keys as this crate's types, through their raw words (for a multi-bit set, tfhe-rs's
+//! multi-bit bootstrap key too).
 #![allow(dead_code, clippy::unwrap_used)]
 
-use fhe_pbs::{KeyswitchKey, Parameters};
+use fhe_pbs::{KeyswitchKey, Parameters, PbsKind};
 use tfhe::core_crypto::prelude as tfhe_core;
 use tfhe::core_crypto::prelude::{
     CiphertextModulus, DecompositionBaseLog, DecompositionLevelCount,
@@ -15,7 +16,43 @@ pub struct TfheKeys {
     pub glwe: tfhe_core::GlweSecretKeyOwned<u64>,
     pub ksk: tfhe_core::LweKeyswitchKeyOwned<u64>,
     pub bsk: tfhe_core::LweBootstrapKeyOwned<u64>,
+    /// Made only for a multi-bit set, with its grouping factor.
+    pub multi_bit_bsk: Option<tfhe_core::LweMultiBitBootstrapKeyOwned<u64>>,
     pub encryption: tfhe_core::EncryptionRandomGenerator<tfhe_core::DefaultRandomGenerator>,
+}
+
+impl TfheKeys {
+    /// tfhe-rs's encryption of `plaintext` under the big key (the GLWE key flattened), as this
+    /// crate's ciphertext.
+    pub fn encrypt_big(&mut self, plaintext: u64) -> fhe_pbs::LweCiphertext {
+        let big_key = self.glwe.as_lwe_secret_key();
+        let mut ct = tfhe_core::LweCiphertext::new(
+            0u64,
+            tfhe_core::LweSize(big_key.lwe_dimension().0 + 1),
+            CiphertextModulus::new_native(),
+        );
+        tfhe_core::encrypt_lwe_ciphertext(
+            &big_key,
+            &mut ct,
+            tfhe_core::Plaintext(plaintext),
+            tfhe_core::Gaussian::from_dispersion_parameter(
+                tfhe_core::StandardDev(2f64.powi(-50)),
+                0.0,
+            ),
+            &mut self.encryption,
+        );
+        fhe_pbs::LweCiphertext::from_vec(ct.as_ref().to_vec()).unwrap()
+    }
+
+    /// tfhe-rs's decryption of this crate's ciphertext under the big key, decoded mod `p`.
+    pub fn decrypt_big(&self, ciphertext: fhe_pbs::LweCiphertext, p: u64) -> u64 {
+        let ct = tfhe_core::LweCiphertext::from_container(
+            ciphertext.into_vec(),
+            CiphertextModulus::new_native(),
+        );
+        let phase = tfhe_core::decrypt_lwe_ciphertext(&self.glwe.as_lwe_secret_key(), &ct).0;
+        fhe_pbs::lwe::decode(phase, p).unwrap()
+    }
 }
 
 pub fn tfhe_keys(params: &Parameters) -> TfheKeys {
@@ -57,11 +94,30 @@ pub fn tfhe_keys(params: &Parameters) -> TfheKeys {
         CiphertextModulus::new_native(),
         &mut encryption,
     );
+    let multi_bit_bsk = match params.pbs_kind() {
+        PbsKind::Classic => None,
+        PbsKind::MultiBit(g) => Some(
+            tfhe_core::par_allocate_and_generate_new_lwe_multi_bit_bootstrap_key(
+                &small,
+                &glwe,
+                DecompositionBaseLog(pbs.base_log.0),
+                DecompositionLevelCount(pbs.level_count.0),
+                tfhe_core::LweBskGroupingFactor(g.0),
+                tfhe_core::Gaussian::from_dispersion_parameter(
+                    tfhe_core::StandardDev(2f64.powi(-50)),
+                    0.0,
+                ),
+                CiphertextModulus::new_native(),
+                &mut encryption,
+            ),
+        ),
+    };
     TfheKeys {
         small,
         glwe,
         ksk,
         bsk,
+        multi_bit_bsk,
         encryption,
     }
 }
@@ -82,14 +138,27 @@ pub fn our_keys(
         .unwrap(),
     )
     .unwrap();
-    let bsk = fhe_pbs::BootstrapKey::from_vec(
-        keys.bsk.as_ref().to_vec(),
-        params.lwe_dimension(),
-        params.glwe_dimension(),
-        params.polynomial_size(),
-        params.pbs_decomposition(),
-    )
-    .unwrap();
+    let bsk: fhe_pbs::AnyBootstrapKey = match (params.pbs_kind(), &keys.multi_bit_bsk) {
+        (PbsKind::MultiBit(g), Some(multi_bit)) => fhe_pbs::MultiBitBootstrapKey::from_vec(
+            multi_bit.as_ref().to_vec(),
+            params.lwe_dimension(),
+            g,
+            params.glwe_dimension(),
+            params.polynomial_size(),
+            params.pbs_decomposition(),
+        )
+        .unwrap()
+        .into(),
+        _ => fhe_pbs::BootstrapKey::from_vec(
+            keys.bsk.as_ref().to_vec(),
+            params.lwe_dimension(),
+            params.glwe_dimension(),
+            params.polynomial_size(),
+            params.pbs_decomposition(),
+        )
+        .unwrap()
+        .into(),
+    };
     let ksk = KeyswitchKey::from_vec(
         keys.ksk.as_ref().to_vec(),
         params.big_lwe_dimension(),

@@ -5,12 +5,14 @@ use std::sync::Arc;
 use rayon::prelude::*;
 use rustfft::num_complex::Complex64;
 
+mod multi_bit;
+
 use crate::Bootstrapper;
 use crate::decomposition::Decomposer;
 use crate::error::Error;
-use crate::fft::FourierBootstrapKey;
+use crate::fft::{FourierBootstrapKey, NegacyclicFft};
 use crate::glwe::{GlweCiphertext, sample_extract};
-use crate::keys::EvaluationKeys;
+use crate::keys::{AnyBootstrapKey, EvaluationKeys};
 use crate::keyswitch::keyswitch;
 use crate::lut::LookupTable;
 use crate::lwe::LweCiphertext;
@@ -43,18 +45,36 @@ pub enum BlindRotationMode {
 ///   GGSW `i` ([`crate::bootstrap_key`] layout). Finally extract coefficient 0
 ///   ([`crate::glwe::sample_extract`]). The result is under the big key with phase about
 ///   `f(m) delta`.
+/// * Multi-bit bootstrap ([`crate::PbsKind::MultiBit`], grouping factor `g`): the same
+///   accumulator, then for each group of `g` mask words one external product
+///   `ACC = BUNDLE ⊡ ACC` with the group's key bundle `BUNDLE = sum_t X^{d_t} GGSW_t`
+///   ([`crate::multi_bit_key`] layout; `d_t` from [`crate::modswitch::multi_bit_degrees`],
+///   `d_0 = 0`), as tfhe-rs's multi-bit PBS: the bundle encrypts `X^{sum_j a~_j s_j}` for the
+///   group. The bundle is built in the standard domain (exact) and, in FFT mode, transformed
+///   before each product.
 /// * Batches run one ciphertext per rayon task. In exact mode a single blind rotation also
 ///   splits its `k + 1` output polynomials across rayon tasks.
 #[derive(Debug, Clone)]
 pub struct Cpu {
     keys: Arc<EvaluationKeys>,
     mode: BlindRotationMode,
-    fourier: Option<Arc<FourierBootstrapKey>>,
+    prepared: Prepared,
+}
+
+/// What an engine computes once from the keys for its mode.
+#[derive(Debug, Clone)]
+enum Prepared {
+    /// Exact mode: the standard-domain keys alone.
+    Exact,
+    /// Classic FFT mode: the bootstrap key in the Fourier domain.
+    ClassicFft(Arc<FourierBootstrapKey>),
+    /// Multi-bit FFT mode: the transforms (each bundle is built, then transformed).
+    MultiBitFft(Arc<NegacyclicFft>),
 }
 
 impl Cpu {
-    /// An engine over `keys`. [`BlindRotationMode::Fft`] transforms the bootstrap key into
-    /// the Fourier domain here, once.
+    /// An engine over `keys`. [`BlindRotationMode::Fft`] transforms a classic bootstrap key
+    /// into the Fourier domain here, once.
     ///
     /// # Errors
     ///
@@ -65,16 +85,19 @@ impl Cpu {
         mode: BlindRotationMode,
     ) -> Result<Self, Error> {
         let keys = keys.into();
-        let fourier = match mode {
-            BlindRotationMode::Exact => None,
-            BlindRotationMode::Fft => {
-                Some(Arc::new(FourierBootstrapKey::new(keys.bootstrap_key())?))
+        let prepared = match (mode, keys.bootstrap_key()) {
+            (BlindRotationMode::Exact, _) => Prepared::Exact,
+            (BlindRotationMode::Fft, AnyBootstrapKey::Classic(key)) => {
+                Prepared::ClassicFft(Arc::new(FourierBootstrapKey::new(key)?))
+            }
+            (BlindRotationMode::Fft, AnyBootstrapKey::MultiBit(key)) => {
+                Prepared::MultiBitFft(Arc::new(NegacyclicFft::new(key.polynomial_size())?))
             }
         };
         Ok(Self {
             keys,
             mode,
-            fourier,
+            prepared,
         })
     }
 
@@ -127,18 +150,23 @@ impl Cpu {
             lut.polynomial_size().0,
         )?;
         let log2_2n = log2_2n(params.polynomial_size())?;
-        let switched =
-            switch_lwe_unchecked(ciphertext.as_slice(), log2_2n, params.modulus_switch());
-        let acc = match (&self.fourier, self.mode) {
-            (Some(fourier), BlindRotationMode::Fft) => {
-                blind_rotate_fft(params, fourier, &switched, lut.polynomial())
+        let words = ciphertext.as_slice();
+        let lut = lut.polynomial();
+        let acc = match (self.keys.bootstrap_key(), &self.prepared) {
+            (AnyBootstrapKey::Classic(_), Prepared::ClassicFft(fourier)) => {
+                let switched = switch_lwe_unchecked(words, log2_2n, params.modulus_switch());
+                blind_rotate_fft(params, fourier, &switched, lut)
             }
-            _ => blind_rotate_exact(
-                params,
-                self.keys.bootstrap_key().as_slice(),
-                &switched,
-                lut.polynomial(),
-            ),
+            (AnyBootstrapKey::Classic(key), _) => {
+                let switched = switch_lwe_unchecked(words, log2_2n, params.modulus_switch());
+                blind_rotate_exact(params, key.as_slice(), &switched, lut)
+            }
+            (AnyBootstrapKey::MultiBit(key), Prepared::MultiBitFft(fft)) => {
+                multi_bit::blind_rotate(params, key, words, lut, log2_2n, Some(fft))
+            }
+            (AnyBootstrapKey::MultiBit(key), _) => {
+                multi_bit::blind_rotate(params, key, words, lut, log2_2n, None)
+            }
         };
         Ok(GlweCiphertext::from_vec_unchecked(
             acc,
@@ -165,7 +193,7 @@ fn rotate_difference(diff: &mut [u64], acc: &[u64], a: usize, n: usize) {
     }
 }
 
-/// Decomposes the `k + 1` polynomials of `diff` into `digits`, row order of the GGSW layout:
+/// Decomposes the `k + 1` polynomials of `diff` (or of any GLWE) into `digits`, row order of the GGSW layout:
 /// digit polynomial `(level j, polynomial r)` at `(j (k + 1) + r) N`.
 fn decompose_difference(
     diff: &[u64],
@@ -233,6 +261,89 @@ impl<'a> Rotation<'a> {
             self.levels,
         );
     }
+
+    /// The digits of `ACC` itself into `digits` (`rows` polynomials, GGSW row order).
+    fn decompose_accumulator(&mut self, digits: &mut [i64]) {
+        decompose_difference(
+            &self.acc,
+            digits,
+            &mut self.states,
+            self.n,
+            self.k1,
+            &self.decomposer,
+            self.levels,
+        );
+    }
+}
+
+/// `out += digits ⊡ ggsw` exactly: each of the `k + 1` output polynomials gets the products of
+/// the `rows` digit polynomials (GGSW row order, level 1 first) with the matching key
+/// polynomials of `ggsw` (standard layout, least significant level first). In parallel over the
+/// output polynomials.
+fn external_product_exact(out: &mut [u64], digits: &[u64], ggsw: &[u64], n: usize, k1: usize) {
+    let rows = digits.len() / n;
+    out.par_chunks_exact_mut(n).enumerate().for_each_init(
+        || ExactMultiplier::new(n),
+        |multiplier, (c, out)| {
+            for (row, digit_poly) in digits.chunks_exact(n).enumerate() {
+                // Digit row (level j, polynomial r) meets the key's row r of level j, whose
+                // level matrix is stored least significant first.
+                let (j, r) = (row / k1, row % k1);
+                let key_row = (rows / k1 - 1 - j) * k1 + r;
+                let key_poly = &ggsw[(key_row * k1 + c) * n..(key_row * k1 + c + 1) * n];
+                multiplier.mul_add(out, digit_poly, key_poly);
+            }
+        },
+    );
+}
+
+/// `out += digits ⊡ ggsw` through the FFT: `digits_f` are the digit polynomials' transforms (GGSW
+/// row order, level 1 first), `ggsw` a GGSW in the Fourier layout of [`FourierBootstrapKey`].
+fn external_product_fft(
+    out: &mut [u64],
+    digits_f: &[Complex64],
+    ggsw: &[Complex64],
+    fft: &NegacyclicFft,
+    buffers: &mut FftBuffers,
+) {
+    let n = fft.polynomial_size().0;
+    let half = n / 2;
+    let k1 = out.len() / n;
+    for (c, out) in out.chunks_exact_mut(n).enumerate() {
+        buffers.out_f.fill(Complex64::default());
+        for (row, d) in digits_f.chunks_exact(half).enumerate() {
+            let key = &ggsw[(row * k1 + c) * half..(row * k1 + c + 1) * half];
+            for ((o, x), y) in buffers.out_f.iter_mut().zip(d).zip(key) {
+                *o += x * y;
+            }
+        }
+        fft.backward_add(&mut buffers.out_f, out, &mut buffers.scratch);
+    }
+}
+
+/// The FFT work buffers of one blind rotation.
+struct FftBuffers {
+    /// One output polynomial's transform.
+    out_f: Vec<Complex64>,
+    /// The transforms' scratch.
+    scratch: Vec<Complex64>,
+}
+
+impl FftBuffers {
+    fn new(fft: &NegacyclicFft) -> Self {
+        Self {
+            out_f: vec![Complex64::default(); fft.polynomial_size().0 / 2],
+            scratch: fft.make_scratch(),
+        }
+    }
+
+    /// The transforms of the digit polynomials `digits` into `digits_f`.
+    fn forward_digits(&mut self, fft: &NegacyclicFft, digits: &[i64], digits_f: &mut [Complex64]) {
+        let n = fft.polynomial_size().0;
+        for (d, f) in digits.chunks_exact(n).zip(digits_f.chunks_exact_mut(n / 2)) {
+            fft.forward_i64(d, f, &mut self.scratch);
+        }
+    }
 }
 
 /// The exact blind rotation (integer products), returning the accumulator words.
@@ -256,24 +367,7 @@ pub(crate) fn blind_rotate_exact(
             *u = d as u64;
         }
         let ggsw = &bsk[i * ggsw_len..(i + 1) * ggsw_len];
-        let digits = &digits;
-        rotation
-            .acc
-            .par_chunks_exact_mut(n)
-            .enumerate()
-            .for_each_init(
-                || ExactMultiplier::new(n),
-                |multiplier, (c, out)| {
-                    for (row, digit_poly) in digits.chunks_exact(n).enumerate() {
-                        // Digit row (level j, polynomial r) meets the key's row r of level j,
-                        // whose level matrix is stored least significant first.
-                        let (j, r) = (row / k1, row % k1);
-                        let key_row = (rows / k1 - 1 - j) * k1 + r;
-                        let key_poly = &ggsw[(key_row * k1 + c) * n..(key_row * k1 + c + 1) * n];
-                        multiplier.mul_add(out, digit_poly, key_poly);
-                    }
-                },
-            );
+        external_product_exact(&mut rotation.acc, &digits, ggsw, n, k1);
     }
     rotation.acc
 }
@@ -286,32 +380,24 @@ pub(crate) fn blind_rotate_fft(
     lut: &[u64],
 ) -> Vec<u64> {
     let mut rotation = Rotation::start(params, switched, lut);
-    let (n, k1, rows, mask) = (rotation.n, rotation.k1, rotation.rows, rotation.mask);
-    let half = n / 2;
+    let (n, rows, mask) = (rotation.n, rotation.rows, rotation.mask);
     let fft = fourier.fft();
     let mut digits = vec![0i64; rows * n];
-    let mut digits_f = vec![Complex64::default(); rows * half];
-    let mut out_f = vec![Complex64::default(); half];
-    let mut scratch = fft.make_scratch();
+    let mut digits_f = vec![Complex64::default(); rows * n / 2];
+    let mut buffers = FftBuffers::new(fft);
     for (i, &a) in mask.iter().enumerate() {
         if a == 0 {
             continue;
         }
         rotation.decompose_step(a, &mut digits);
-        for (d, f) in digits.chunks_exact(n).zip(digits_f.chunks_exact_mut(half)) {
-            fft.forward_i64(d, f, &mut scratch);
-        }
-        let ggsw = fourier.ggsw(i);
-        for (c, out) in rotation.acc.chunks_exact_mut(n).enumerate() {
-            out_f.fill(Complex64::default());
-            for (row, d) in digits_f.chunks_exact(half).enumerate() {
-                let key = &ggsw[(row * k1 + c) * half..(row * k1 + c + 1) * half];
-                for ((o, x), y) in out_f.iter_mut().zip(d).zip(key) {
-                    *o += x * y;
-                }
-            }
-            fft.backward_add(&mut out_f, out, &mut scratch);
-        }
+        buffers.forward_digits(fft, &digits, &mut digits_f);
+        external_product_fft(
+            &mut rotation.acc,
+            &digits_f,
+            fourier.ggsw(i),
+            fft,
+            &mut buffers,
+        );
     }
     rotation.acc
 }
