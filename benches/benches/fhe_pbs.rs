@@ -7,9 +7,10 @@
 //! `cuda-amortized`; and `ks-pbs-batch/<backend>/<size>` for batches of 1 to 16,384
 //! ciphertexts (GPU; the CPU up to 256), throughput in ciphertexts; and
 //! `ks-pbs/cuda-low-latency-standard-switch`, the set run with the plain rounding modulus
-//! switch instead of its centered-mean one (what the latter costs); and backend
-//! `cpu-multi-bit-g4`, tfhe-rs's `PARAM_GPU_MULTI_BIT_GROUP_4_MESSAGE_2_CARRY_2` on the CPU
-//! (batches up to 16). Keys come from a fixed
+//! switch instead of its centered-mean one (what the latter costs); and backends
+//! `cpu-multi-bit-g4` and `cuda-multi-bit-g4`, tfhe-rs's
+//! `PARAM_GPU_MULTI_BIT_GROUP_4_MESSAGE_2_CARRY_2` on the CPU (batches up to 16) and on the
+//! GPU's low-latency engine (batches up to 256). Keys come from a fixed
 //! seed; every output is decrypted and checked once before timing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -81,19 +82,24 @@ fn fhe_pbs(c: &mut Criterion) {
     let cpu = Cpu::new(keys.clone(), BlindRotationMode::Fft).unwrap();
     bench_backend(c, "cpu", &cpu, &client, &inputs, CPU_MAX_BATCH);
     cuda(c, &keys, &client, &inputs);
-    multi_bit_cpu(c);
+    multi_bit(c);
 }
 
-/// tfhe-rs's GPU multi-bit set with g = 4 on the CPU (FFT mode): one ciphertext and batches
-/// up to 16.
-fn multi_bit_cpu(c: &mut Criterion) {
+/// tfhe-rs's GPU multi-bit set with g = 4: the CPU (FFT mode, batches up to 16) and the GPU's
+/// low-latency engine (batches up to 256).
+fn multi_bit(c: &mut Criterion) {
     let params = PARAM_GPU_MULTI_BIT_GROUP_4_MESSAGE_2_CARRY_2;
     let mut rng = Csprng::from_seed([0x4d; 32]);
     let client = ClientKey::generate(params, &mut rng);
     let keys = EvaluationKeys::generate(&client, &mut rng);
-    let inputs: Vec<LweCiphertext> = (0..16)
+    let inputs: Vec<LweCiphertext> = (0..256)
         .map(|i| client.encrypt(i as u64 % 16, &mut rng).unwrap())
         .collect();
+    #[cfg(feature = "cuda")]
+    match fhe_pbs::Cuda::new(&keys, fhe_pbs::Engine::LowLatency) {
+        Ok(gpu) => bench_backend(c, "cuda-multi-bit-g4", &gpu, &client, &inputs, 256),
+        Err(why) => eprintln!("fhe_pbs: no CUDA multi-bit benches: {why}"),
+    }
     let cpu = Cpu::new(keys, BlindRotationMode::Fft).unwrap();
     bench_backend(c, "cpu-multi-bit-g4", &cpu, &client, &inputs, 16);
 }

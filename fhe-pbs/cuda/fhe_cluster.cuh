@@ -298,11 +298,15 @@ __device__ __forceinline__ void inverse_first_stages(double2 (&x)[8], const Tw &
     for (int e = 0; e < 8; e++) data[slot<LOG_E>(base + ((u32)e << P))] = x[e];
 }
 
-template <int K1, int LOG2M, int LEVELS, u32 B>
+// With MULTI_BIT, the multi-bit bootstrap: `iterations` external products ACC = BUNDLE ⊡ ACC
+// (no rotation, the result replacing the accumulator), whose GGSWs are the ciphertext's own
+// key bundles (fhe_multi_bit_bundles, `iterations` of them per ciphertext, in the key's
+// layout) in place of the key's n GGSWs.
+template <int K1, int LOG2M, int LEVELS, u32 B, bool MULTI_BIT = false>
 __device__ __forceinline__ void blind_rotate_cluster(
     const FheShape &s, const u64 *__restrict__ small, const u64 *__restrict__ lut,
     const double2 *__restrict__ bsk, const double2 *__restrict__ twist,
-    const double2 *__restrict__ tw_staged, u64 *out, u32 extract) {
+    const double2 *__restrict__ tw_staged, u64 *out, u32 extract, u32 iterations) {
     constexpr int LOG_E = FHE_CLUSTER_LOG_E;
     static_assert(LOG_E == 3, "the register stages hold 8 values per thread");
     constexpr int E = 1 << LOG_E;
@@ -334,20 +338,23 @@ __device__ __forceinline__ void blind_rotate_cluster(
     // This block's column of the key: polynomial `rank` of each GGSW row, the ROWS of them
     // contiguous (the host uploads each GGSW column by column), KEY_BYTES per CMux.
     constexpr u32 KEY_BYTES = ROWS * M * 16;
-    const double2 *key_column = bsk + (u64)rank * ROWS * M;
+    const double2 *key_column =
+        bsk + (MULTI_BIT ? ct * iterations * GGSW : 0) + (u64)rank * ROWS * M;
     // The warp index read from lane 0, which the compiler then knows to be the same across
     // the warp: the addresses of lane 0's copies below stay in uniform registers.
     const u32 u = threadIdx.x, warp = __shfl_sync(0xffffffffu, u / 32, 0), lane = u % 32;
     if (threadIdx.x == 0) {
         mbarrier_init(key_ready);
         for (u32 b = 0; b < 2 * WARPS; b++) mbarrier_init(&digits_ready[b]);
-        if (n > 0) prefetch_to_l2(key_column, KEY_BYTES);
+        if (iterations > 0) prefetch_to_l2(key_column, KEY_BYTES);
     }
     load_twiddles_together<THREADS, M - 1>(work, tw_staged);
     const u32 start =
         (2 * N_POLY - switched_body(in, n, LOG2M + 2, s.centered_switch)) & (2 * N_POLY - 1);
-    for (u32 t = threadIdx.x; t < n; t += THREADS) {
-        mask_switched[t] = modulus_switch(in[t], LOG2M + 2);
+    if (!MULTI_BIT) {
+        for (u32 t = threadIdx.x; t < n; t += THREADS) {
+            mask_switched[t] = modulus_switch(in[t], LOG2M + 2);
+        }
     }
 #pragma unroll
     for (u32 k = 0; k < N_POLY / THREADS; k++) {  // compile-time bounds: the loads go together
@@ -374,15 +381,15 @@ __device__ __forceinline__ void blind_rotate_cluster(
         remote_ready[o] = cluster_address(&digits_ready[warp], t);
     }
 
-    u32 a_next = n > 0 ? mask_switched[0] : 0;
-    for (u32 i = 0; i < n; i++) {
+    u32 a_next = !MULTI_BIT && n > 0 ? mask_switched[0] : 0;
+    for (u32 i = 0; i < iterations; i++) {
         const u32 a = a_next;
-        if (i + 1 < n) a_next = mask_switched[i + 1];
+        if (!MULTI_BIT && i + 1 < n) a_next = mask_switched[i + 1];
         const u32 parity = i & 1;
         u64 *const ready = &digits_ready[parity * WARPS + warp];
         if (threadIdx.x == 0) {  // every warp read CMux i - 1's rows before the last barrier
             copy_to_shared(key_s, key_column + i * GGSW, KEY_BYTES, key_ready);
-            if (i + 1 < n) prefetch_to_l2(key_column + (i + 1) * GGSW, KEY_BYTES);
+            if (i + 1 < iterations) prefetch_to_l2(key_column + (i + 1) * GGSW, KEY_BYTES);
         }
         if (lane == 0) mbarrier_expect(ready, (K1 - 1) * LEVELS * WARP_VALUES * 16);
         double2 out[E];
@@ -392,8 +399,8 @@ __device__ __forceinline__ void blind_rotate_cluster(
                 if (lane == 0) wait_bulk_reads();
                 __syncthreads();
             }
-            decompose_first_pass<LOG2M, LOG_E, THREADS, 1, B, LEVELS>(acc, a, work, tw,
-                                                                            twist, &own, level);
+            decompose_first_pass<LOG2M, LOG_E, THREADS, 1, B, LEVELS, !MULTI_BIT>(
+                acc, a, work, tw, twist, &own, level);
             __syncthreads();
             fft_forward<LOG2M, LOG_E, THREADS, 1, true, LOG2M - LOG_E, P + LOG_E, true>(work,
                                                                                         tw);
@@ -452,8 +459,8 @@ __device__ __forceinline__ void blind_rotate_cluster(
         __syncwarp();  // the warp has read its part of `work`
         inverse_first_stages<LOG2M>(out, tw, work);
         __syncwarp();  // the next pass (q = 2^(P + 3) <= 32) reads the warp's own part
-        fft_inverse_add<LOG2M, LOG_E, THREADS, 1, P + LOG_E, false, true>(work, tw, acc,
-                                                                                twist, &own);
+        fft_inverse_add<LOG2M, LOG_E, THREADS, 1, P + LOG_E, false, true, MULTI_BIT>(
+            work, tw, acc, twist, &own);
     }
     // No block may exit (freeing its shared memory and mbarriers) while another block's copy
     // may still read from or land in it; every incoming copy has landed (waited for), this
@@ -491,8 +498,19 @@ extern "C" __global__ void __cluster_dims__(FHE_K1, 1, 1)
             const FheShape s, const u64 *__restrict__ small, const u64 *__restrict__ lut,
             const double2 *__restrict__ bsk, const double2 *__restrict__ twist,
             const double2 *__restrict__ tw_staged, u64 *out, u32 extract) {
-    blind_rotate_cluster<FHE_K1, FHE_LOG2M, FHE_LEVELS, FHE_BASE_LOG>(s, small, lut, bsk,
-                                                                      twist, tw_staged, out,
-                                                                      extract);
+    blind_rotate_cluster<FHE_K1, FHE_LOG2M, FHE_LEVELS, FHE_BASE_LOG>(
+        s, small, lut, bsk, twist, tw_staged, out, extract, s.lwe_dimension);
+}
+
+// The multi-bit bootstrap (blind_rotate_cluster with MULTI_BIT): `groups` external products
+// per ciphertext with its key bundles `bundles` (groups GGSWs per ciphertext).
+extern "C" __global__ void __cluster_dims__(FHE_K1, 1, 1)
+    __launch_bounds__(ClusterShape<FHE_LOG2M>::THREADS)
+        FHE_KERNEL_NAME(fhe_blind_rotate_cluster_multi_bit)(
+            const FheShape s, const u64 *__restrict__ small, const u64 *__restrict__ lut,
+            const double2 *__restrict__ bundles, const double2 *__restrict__ twist,
+            const double2 *__restrict__ tw_staged, u64 *out, u32 extract, u32 groups) {
+    blind_rotate_cluster<FHE_K1, FHE_LOG2M, FHE_LEVELS, FHE_BASE_LOG, true>(
+        s, small, lut, bundles, twist, tw_staged, out, extract, groups);
 }
 #endif

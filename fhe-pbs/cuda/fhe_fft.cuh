@@ -346,7 +346,7 @@ __host__ __device__ constexpr int task_unroll(u32 total, u32 threads, int e) {
 // of 8 values per thread), the old values come from and the new ones also go to those
 // registers, and the twist is split as OwnCoefficients says.
 template <int LOG2M, int LOG_E, int THREADS, int POLYS, int B, int Q_LOG, bool INVERSE,
-          bool FUSE_ACC, typename Tw>
+          bool FUSE_ACC, bool REPLACE = false, typename Tw>
 __device__ __forceinline__ void fft_pass(double2 *data, const Tw &tw, u64 *acc,
                                          const double2 *__restrict__ twist,
                                          OwnCoefficients<1 << LOG_E> *own = nullptr) {
@@ -389,13 +389,13 @@ __device__ __forceinline__ void fft_pass(double2 *data, const Tw &tw, u64 *acc,
                 const u64 lo = wrap_f64(v.x);
                 const u64 hi = wrap_f64(v.y);
                 if (own != nullptr) {
-                    own->lo[e] += lo;
-                    own->hi[e] += hi;
+                    own->lo[e] = REPLACE ? lo : own->lo[e] + lo;
+                    own->hi[e] = REPLACE ? hi : own->hi[e] + hi;
                     a[j] = own->lo[e];
                     a[j + M] = own->hi[e];
                 } else {
-                    a[j] += lo;
-                    a[j + M] += hi;
+                    a[j] = REPLACE ? lo : a[j] + lo;
+                    a[j + M] = REPLACE ? hi : a[j + M] + hi;
                 }
             }
         } else {
@@ -448,7 +448,7 @@ __device__ __forceinline__ void fft_forward(double2 *data, const Tw &tw) {
 // LOG2M mod LOG_E stages first), with pass_barrier between passes (WARP_TASKS as for
 // fft_forward). Ends with __syncthreads(); the caller syncs before.
 template <int LOG2M, int LOG_E, int THREADS, int POLYS, int LO = 0,
-          bool FIRST = true, bool WARP_TASKS = false, typename Tw>
+          bool FIRST = true, bool WARP_TASKS = false, bool REPLACE = false, typename Tw>
 __device__ __forceinline__ void fft_inverse_add(double2 *data, const Tw &tw, u64 *acc,
                                                 const double2 *__restrict__ twist,
                                                 OwnCoefficients<1 << LOG_E> *own = nullptr) {
@@ -457,16 +457,16 @@ __device__ __forceinline__ void fft_inverse_add(double2 *data, const Tw &tw, u64
         fft_pass<LOG2M, LOG_E, THREADS, POLYS, PARTIAL, 0, true, false>(data, tw, nullptr,
                                                                                nullptr);
         pass_barrier<WARP_TASKS && PARTIAL <= 5>();  // the next pass's q = 2^PARTIAL
-        fft_inverse_add<LOG2M, LOG_E, THREADS, POLYS, PARTIAL, false, WARP_TASKS>(
+        fft_inverse_add<LOG2M, LOG_E, THREADS, POLYS, PARTIAL, false, WARP_TASKS, REPLACE>(
             data, tw, acc, twist, own);
     } else if constexpr (LO + LOG_E < LOG2M) {
         fft_pass<LOG2M, LOG_E, THREADS, POLYS, LOG_E, LO, true, false>(data, tw, nullptr,
                                                                               nullptr);
         pass_barrier<WARP_TASKS && LO + LOG_E <= 5>();  // the next pass's q is larger
-        fft_inverse_add<LOG2M, LOG_E, THREADS, POLYS, LO + LOG_E, false, WARP_TASKS>(
+        fft_inverse_add<LOG2M, LOG_E, THREADS, POLYS, LO + LOG_E, false, WARP_TASKS, REPLACE>(
             data, tw, acc, twist, own);
     } else {
-        fft_pass<LOG2M, LOG_E, THREADS, POLYS, LOG_E, LO, true, true>(data, tw, acc,
+        fft_pass<LOG2M, LOG_E, THREADS, POLYS, LOG_E, LO, true, true, REPLACE>(data, tw, acc,
                                                                              twist, own);
         __syncthreads();
     }
@@ -552,10 +552,11 @@ __device__ __forceinline__ void decompose_difference(const u64 *p, u32 a, double
 // apart), rotates and decomposes X^a p - p at the task's positions j_e = u + q e and
 // j_e + M, twists the level's digits into the E complex inputs, runs the pass on them in
 // registers and stores the results to polynomial r of `dig` (slot): no round trip of the
-// digits through shared memory. With `own` (not null: one task of 8 values per thread),
+// digits through shared memory. Without ROTATE (the multi-bit bootstrap's external products),
+// p itself is decomposed and `a` is unused. With `own` (not null: one task of 8 values per thread),
 // p[j_e] and p[j_e + M] come from registers, and the twist is split as OwnCoefficients says.
 template <int LOG2M, int LOG_E, int THREADS, int POLYS, u32 B, int LEVELS = 1,
-          typename Tw>
+          bool ROTATE = true, typename Tw>
 __device__ __forceinline__ void decompose_first_pass(const u64 *acc, u32 a, double2 *dig,
                                                      const Tw &tw,
                                                      const double2 *__restrict__ twist,
@@ -580,8 +581,8 @@ __device__ __forceinline__ void decompose_first_pass(const u64 *acc, u32 a, doub
             const u64 own_lo = own != nullptr ? own->lo[e] : p[j];
             const u64 own_hi = own != nullptr ? own->hi[e] : p[j + M];
             const double2 w = own != nullptr ? twist_step(e) : __ldg(twist + j);
-            const u64 diff_lo = rotated(p, a, j, N_POLY) - own_lo;
-            const u64 diff_hi = rotated(p, a, j + M, N_POLY) - own_hi;
+            const u64 diff_lo = ROTATE ? rotated(p, a, j, N_POLY) - own_lo : own_lo;
+            const u64 diff_hi = ROTATE ? rotated(p, a, j + M, N_POLY) - own_hi : own_hi;
             if constexpr (LEVELS == 1 && B <= 31) {
                 const double2 digits =
                     make_double2(single_level_digit<B>(diff_lo), single_level_digit<B>(diff_hi));

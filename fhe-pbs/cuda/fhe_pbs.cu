@@ -213,4 +213,5 @@ extern "C" __global__ void FHE_KERNEL_NAME(fhe_pbs_decompose)(const u64 *__restr
     }
 }
 
+#include "fhe_multi_bit.cuh"
 #include "fhe_cluster.cuh"

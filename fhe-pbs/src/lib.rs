@@ -15,8 +15,9 @@
 //! `tests/tfhe_rs.rs` checks the decomposition, both modulus switches, the multi-bit monomial
 //! degrees, the key-switching key's layout and the key switch bit for bit against tfhe-rs
 //! 1.8.2 (a dev-dependency only), and bootstraps keys and ciphertexts across both libraries,
-//! classic and multi-bit. The multi-bit bootstrap runs on the CPU only for now: [`Cuda`]
-//! refuses multi-bit keys with an error.
+//! classic and multi-bit. On the GPU the multi-bit bootstrap runs on thread-block clusters
+//! (sm_90 and newer; the key bundles of all groups built first, off the serial chain), in
+//! both engines' place.
 //!
 //! Every operation goes through the [`Bootstrapper`] trait. [`Cpu`] implements it from the
 //! [`EvaluationKeys`] in one of two [`BlindRotationMode`]s: `Exact` (integer products, the

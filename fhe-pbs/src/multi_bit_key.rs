@@ -152,6 +152,11 @@ impl MultiBitBootstrapKey {
         self.ggsws.ggsw_len()
     }
 
+    /// The `n / g * 2^g` GGSWs as one list (a classic key's layout, one GGSW per entry).
+    pub(crate) fn ggsw_list(&self) -> &BootstrapKey {
+        &self.ggsws
+    }
+
     /// The `2^g` GGSWs of group `group` (`group < n / g`), one after the other.
     ///
     /// # Errors

@@ -28,13 +28,19 @@ const CLUSTER: Header = Header {
     text: include_str!("../cuda/fhe_cluster.cuh"),
 };
 
+/// The multi-bit bootstrap's key bundles.
+const MULTI_BIT: Header = Header {
+    name: "fhe_multi_bit.cuh",
+    text: include_str!("../cuda/fhe_multi_bit.cuh"),
+};
+
 /// TFHE: key switch, modulus switch, decomposition, sample extraction, and the blind rotation
 /// with its f64 negacyclic FFT, amortized (one block per bootstrap) and low latency (one
 /// thread-block cluster per bootstrap, sm_90 and newer).
 pub const FHE_PBS: Module = Module {
     name: "fhe_pbs",
     source: include_str!("../cuda/fhe_pbs.cu"),
-    headers: &[COMMON, INTEGER, KEYSWITCH, FFT, CLUSTER],
+    headers: &[COMMON, INTEGER, KEYSWITCH, FFT, MULTI_BIT, CLUSTER],
 };
 
 /// Every kernel module of this crate (its NVRTC compile test walks this list).

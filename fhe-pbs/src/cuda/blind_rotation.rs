@@ -157,6 +157,9 @@ impl Cuda {
         output: Output<'_>,
         extract: bool,
     ) -> Result<Option<DeviceBuffer<u64>>, Error> {
+        if self.kernels.multi_bit.is_some() {
+            return self.multi_bit_rotate_device(small, lut, count, output, extract);
+        }
         let k1 = self.params.glwe_dimension().0 + 1;
         let n = self.params.polynomial_size().0;
         let shape = shape_of(&self.params);
@@ -247,12 +250,13 @@ impl Cuda {
     /// than the amortized one.
     pub(super) fn rotates_in_clusters(&self, count: usize) -> bool {
         let k1 = self.params.glwe_dimension().0 + 1;
-        self.kernels.cluster.is_some()
-            && match self.engine {
-                Engine::Amortized => false,
-                Engine::LowLatency => true,
-                Engine::Auto => count * k1 <= self.gpu.info().sm_count as usize,
-            }
+        self.kernels.multi_bit.is_some()
+            || self.kernels.cluster.is_some()
+                && match self.engine {
+                    Engine::Amortized => false,
+                    Engine::LowLatency => true,
+                    Engine::Auto => count * k1 <= self.gpu.info().sm_count as usize,
+                }
     }
 
     /// The ciphertexts of `input` (`count` of `width` words) switched to `2N` as the blind

@@ -102,6 +102,14 @@
 //! * [`Engine::Auto`]: the cluster kernel while the whole chunk fits one wave of clusters
 //!   (`count (k + 1) <= SMs`), the amortized kernel beyond.
 //!
+//! A multi-bit set ([`crate::PbsKind::MultiBit`]) runs on clusters whatever the engine (it
+//! needs sm_90; [`Cuda::new`] refuses it elsewhere): `fhe_multi_bit_bundles` first builds the
+//! key bundle of every group of every ciphertext of the chunk at once, in the Fourier domain
+//! (`sum_t zeta^(d_t) GGSW_t`, as tfhe-rs's GPU backend does; see `multi_bit.rs`), then the
+//! cluster kernel runs the `n / g` external products `ACC = BUNDLE ⊡ ACC` (no rotation, the
+//! product replacing the accumulator). The bundles take `n / g (k + 1)^2 l N/2` complex values
+//! per ciphertext (15 MB for tfhe-rs's g = 4 set), which bounds the chunks.
+//!
 //! Supported: `k` from 1 to 3, `N` from 512 to 8192, the amortized kernel's shared memory
 //! (about `(k + 1) l N/2 * 17` bytes) within the device's limit (227 KiB on Hopper).
 
@@ -125,6 +133,7 @@ use crate::polynomial::check_len;
 
 mod blind_rotation;
 mod keyswitch;
+mod multi_bit;
 mod pipeline;
 pub mod stages;
 
@@ -137,6 +146,7 @@ use keyswitch::{
     keyswitch_key_bytes, keyswitch_rows, keyswitch_shared_bytes, narrow_keyswitch,
     tensor_keyswitch,
 };
+use multi_bit::{MultiBitKernels, device_multi_bit_key, monomial_roots};
 use pipeline::{Output, Pipeline, Staging, Target, Words};
 
 /// Ciphertexts per chunk of a batch (see [`Cuda::run`]): enough blocks to keep the amortized
@@ -189,6 +199,8 @@ pub enum Engine {
 struct DeviceKeys {
     /// The Fourier bootstrap key, `(re, im)` pairs, each polynomial bit-reversed.
     bsk: DeviceBuffer<f64>,
+    /// For a multi-bit set, the exponents of the transform's roots ([`monomial_roots`]).
+    roots: Option<DeviceBuffer<u32>>,
     /// The key-switching key, as [`crate::KeyswitchKey::as_slice`].
     ksk: DeviceBuffer<u64>,
     /// The same key split into bytes for the tensor-core key switch ([`keyswitch_key_bytes`]),
@@ -224,6 +236,8 @@ struct Kernels {
     amortized_layout: AmortizedLayout,
     /// The cluster kernel for this `k`, when the device and parameters allow it.
     cluster: Option<Kernel>,
+    /// The multi-bit kernels, for a multi-bit set (which needs clusters).
+    multi_bit: Option<MultiBitKernels>,
 }
 
 /// The CUDA backend on one GPU: both keys resident in device memory, one [`Engine`].
@@ -317,16 +331,26 @@ impl Cuda {
                 reason: format!("the CUDA backend supports N from 512 to 8192, not {n}"),
             });
         }
-        let AnyBootstrapKey::Classic(bootstrap_key) = keys.bootstrap_key() else {
-            return Err(Error::InvalidParameter {
-                name: "bootstrap key",
-                reason: "the CUDA backend runs the classic bootstrap only (multi-bit: the CPU)"
-                    .into(),
-            });
-        };
         let kernels = Self::load_kernels(&gpu, &params)?;
-        let fourier = FourierBootstrapKey::new(bootstrap_key)?;
         let pbs_levels = params.pbs_decomposition().level_count.0;
+        let (bsk, roots) = match keys.bootstrap_key() {
+            AnyBootstrapKey::Classic(key) => {
+                let fourier = FourierBootstrapKey::new(key)?;
+                (device_key(&fourier, n / 2, k1 * pbs_levels, k1), None)
+            }
+            AnyBootstrapKey::MultiBit(key) if kernels.multi_bit.is_some() => (
+                device_multi_bit_key(key, &params)?,
+                Some(gpu.upload(&monomial_roots(params.polynomial_size())?)?),
+            ),
+            AnyBootstrapKey::MultiBit(_) => {
+                return Err(Error::InvalidParameter {
+                    name: "bootstrap key",
+                    reason: "the multi-bit bootstrap on CUDA needs thread-block clusters (sm_90 \
+                             or newer) whose shared memory fits these parameters"
+                        .into(),
+                });
+            }
+        };
         let (twist, twiddles) = fft_tables(n);
         let ksk = keys.keyswitch_key().as_slice();
         let ksk_bytes = match kernels.keyswitch_bytes {
@@ -334,7 +358,8 @@ impl Cuda {
             None => None,
         };
         let device_keys = DeviceKeys {
-            bsk: gpu.upload(&device_key(&fourier, n / 2, k1 * pbs_levels, k1))?,
+            bsk: gpu.upload(&bsk)?,
+            roots,
             ksk: gpu.upload(ksk)?,
             ksk_bytes,
             twist: gpu.upload(&twist)?,
@@ -435,7 +460,14 @@ impl Cuda {
         } else {
             None
         };
+        let multi_bit = match (params.pbs_kind(), &cluster) {
+            (crate::PbsKind::MultiBit(g), Some(_)) => {
+                Some(MultiBitKernels::load(gpu, &module, &suffix, params, g.0)?)
+            }
+            _ => None,
+        };
         Ok(Kernels {
+            multi_bit,
             keyswitch_small,
             keyswitch_large,
             keyswitch_bytes,

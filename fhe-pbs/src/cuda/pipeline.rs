@@ -199,7 +199,10 @@ impl Cuda {
         let small = self.params.lwe_dimension().0 + 1;
         let glwe = (self.params.glwe_dimension().0 + 1) * self.params.polynomial_size().0;
         let keyswitch_digits = keyswitch_rows(&self.params);
-        8 * (2 * big + small + glwe) + 16 * self.global_digit_slots() + keyswitch_digits
+        8 * (2 * big + small + glwe)
+            + 16 * self.global_digit_slots()
+            + keyswitch_digits
+            + self.bundle_bytes_per_ciphertext()
     }
 
     /// Complex values of device scratch per ciphertext for the amortized kernel's digit

@@ -1,0 +1,228 @@
+//! The multi-bit bootstrap on the device (low-latency engine): the key bundles of every group
+//! of every ciphertext built at once, off the serial chain (`fhe_multi_bit_bundles`), then
+//! the cluster kernel's `n / g` external products with them
+//! (`fhe_blind_rotate_cluster_multi_bit`).
+//!
+//! A bundle is built in the Fourier domain: the forward transform evaluates a polynomial at
+//! `N/2` roots `zeta_q` of `X^N + 1`, so the transform of `X^d GGSW_t` is `zeta_q^d` times
+//! the transform of `GGSW_t`, and `zeta_q = exp(i pi r_q / N)` for an odd `r_q` that
+//! [`monomial_roots`] reads off the transform of `X`. The kernel computes `zeta_q^d` from
+//! `r_q d mod 2N` exactly (no powers of rounded values).
+
+use super::*;
+use crate::fft::NegacyclicFft;
+use crate::multi_bit_key::MultiBitBootstrapKey;
+use crate::params::PolynomialSize;
+use blind_rotation::{CLUSTER_LOG_E, key_position};
+use rustfft::num_complex::Complex64;
+
+/// The multi-bit kernels and tables.
+#[derive(Debug, Clone)]
+pub(super) struct MultiBitKernels {
+    /// `fhe_multi_bit_bundles_*`.
+    bundles: Kernel,
+    /// `fhe_blind_rotate_cluster_multi_bit_*`.
+    rotate: Kernel,
+    /// `g`.
+    grouping: usize,
+}
+
+impl MultiBitKernels {
+    /// Loads both kernels of `module` (the caller checked that clusters are available).
+    pub(super) fn load(
+        gpu: &Gpu,
+        module: &Module,
+        suffix: &str,
+        params: &Parameters,
+        grouping: usize,
+    ) -> Result<Self, Error> {
+        let rotate = gpu.kernel(
+            module,
+            &format!("fhe_blind_rotate_cluster_multi_bit_{suffix}"),
+        )?;
+        allow_shared(
+            &rotate,
+            cluster_shared_bytes(params),
+            "multi-bit blind rotation (one cluster block)",
+        )?;
+        Ok(Self {
+            bundles: gpu.kernel(module, &format!("fhe_multi_bit_bundles_{suffix}"))?,
+            rotate,
+            grouping,
+        })
+    }
+}
+
+/// `r_q` for each stored position `q < N/2` of a device-layout polynomial: the transform of
+/// `X` at the position's root is `exp(i pi r_q / N)`.
+///
+/// # Errors
+///
+/// As [`NegacyclicFft::new`].
+pub(super) fn monomial_roots(polynomial_size: PolynomialSize) -> Result<Vec<u32>, Error> {
+    let n = polynomial_size.0;
+    let half = n / 2;
+    let fft = NegacyclicFft::new(polynomial_size)?;
+    let mut x = vec![0u64; n];
+    x[1] = 1;
+    let mut transform = vec![Complex64::default(); half];
+    fft.forward_u64(&x, &mut transform, &mut fft.make_scratch());
+    let log = half.trailing_zeros();
+    Ok((0..half)
+        .map(|stored| {
+            let source = key_position(stored).reverse_bits() >> (usize::BITS - log);
+            let turns = transform[source].arg() / std::f64::consts::PI * n as f64;
+            (turns.round() as i64).rem_euclid(2 * n as i64) as u32
+        })
+        .collect())
+}
+
+/// The multi-bit key in the device layout of a classic key (its GGSW list transformed).
+pub(super) fn device_multi_bit_key(
+    key: &MultiBitBootstrapKey,
+    params: &Parameters,
+) -> Result<Vec<f64>, Error> {
+    let k1 = params.glwe_dimension().0 + 1;
+    let levels = params.pbs_decomposition().level_count.0;
+    let fourier = FourierBootstrapKey::new(key.ggsw_list())?;
+    Ok(device_key(
+        &fourier,
+        params.polynomial_size().0 / 2,
+        k1 * levels,
+        k1,
+    ))
+}
+
+impl Cuda {
+    /// The multi-bit blind rotation of `count` ciphertexts (`small`, switched as they are
+    /// read): bundles, then the cluster kernel; as [`Cuda::blind_rotate_device`]. that the kernels are loaded.
+    pub(super) fn multi_bit_rotate_device(
+        &self,
+        mut small: Words<'_>,
+        lut: Words<'_>,
+        count: usize,
+        output: Output<'_>,
+        extract: bool,
+    ) -> Result<Option<DeviceBuffer<u64>>, Error> {
+        let (Some(kernels), Some(roots)) = (&self.kernels.multi_bit, &self.keys.roots) else {
+            return Err(Error::InvalidParameter {
+                name: "bootstrap key",
+                reason: "this backend holds no multi-bit key".into(),
+            });
+        };
+        let k1 = self.params.glwe_dimension().0 + 1;
+        let n = self.params.polynomial_size().0;
+        let levels = self.params.pbs_decomposition().level_count.0;
+        let groups = self.params.lwe_dimension().0 / kernels.grouping;
+        let ggsw_len = k1 * k1 * levels * n / 2;
+        let total = count * groups * ggsw_len;
+        let shape = shape_of(&self.params);
+        // SAFETY: the bundles kernel writes every value.
+        let mut bundles = unsafe { self.gpu.alloc_uninit::<f64>(2 * total)? };
+        let threads = 256u32;
+        let grid = Grid {
+            blocks: to_u32(total.div_ceil(threads as usize)),
+            threads,
+            shared_bytes: 0,
+        };
+        let (grouping, groups_u32, ggsw_u64, total_u64) = (
+            to_u32(kernels.grouping),
+            to_u32(groups),
+            ggsw_len as u64,
+            total as u64,
+        );
+        // SAFETY: the arguments match `fhe_multi_bit_bundles_*(FheShape, const u64* small,
+        // const double2* key, const u32* roots, u32 grouping, u32 groups, u64 ggsw_len,
+        // u64 total, double2* bundles)`: `small` holds count (n + 1) words, the key
+        // n / g 2^g GGSWs of ggsw_len complex values, `roots` N/2 words, `bundles` total
+        // complex values; one thread per value (the kernel returns beyond `total`).
+        unsafe {
+            let launch = small
+                .reborrow()
+                .pass(self.gpu.launch(&kernels.bundles, grid).value(&shape));
+            launch
+                .buffer(&self.keys.bsk)
+                .buffer(roots)
+                .value(&grouping)
+                .value(&groups_u32)
+                .value(&ggsw_u64)
+                .value(&total_u64)
+                .buffer_mut(&mut bundles)
+                .run()?;
+        }
+        let width = if extract { (k1 - 1) * n + 1 } else { k1 * n };
+        // SAFETY: the cluster kernel writes every word of every output.
+        let mut out = unsafe { output.allocate(&self.gpu, count * width)? };
+        let extract = u32::from(extract);
+        let grid = Grid {
+            blocks: to_u32(count * k1),
+            threads: to_u32(n / 2) >> CLUSTER_LOG_E,
+            shared_bytes: to_u32(cluster_shared_bytes(&self.params)),
+        };
+        // SAFETY: as for the classic cluster kernel (`blind_rotate_device`), with
+        // `fhe_blind_rotate_cluster_multi_bit_*`, whose key is `bundles` (groups GGSWs per
+        // ciphertext, built above for these `count` ciphertexts) and whose last parameter is
+        // the u32 `groups`.
+        unsafe {
+            let launch = small.pass(self.gpu.launch(&kernels.rotate, grid).value(&shape));
+            let launch = lut
+                .pass(launch)
+                .buffer(&bundles)
+                .buffer(&self.keys.twist)
+                .buffer(&self.keys.twiddles_staged);
+            out.pass(launch).value(&extract).value(&groups_u32).run()?;
+        }
+        Ok(out.into_device())
+    }
+
+    /// Bytes of key bundles per ciphertext of a multi-bit set (0 for a classic one).
+    pub(super) fn bundle_bytes_per_ciphertext(&self) -> usize {
+        match self.params.pbs_kind() {
+            crate::PbsKind::Classic => 0,
+            crate::PbsKind::MultiBit(g) => {
+                let k1 = self.params.glwe_dimension().0 + 1;
+                let levels = self.params.pbs_decomposition().level_count.0;
+                let groups = self.params.lwe_dimension().0 / g.0;
+                16 * groups * k1 * k1 * levels * self.params.polynomial_size().0 / 2
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The transform of `X^d` is the roots' `d`-th powers, for every position and `N`.
+    #[test]
+    fn monomials_transform_to_powers_of_the_roots() {
+        for log in 9..=13 {
+            let n = 1usize << log;
+            let roots = monomial_roots(PolynomialSize(n)).unwrap_or_default();
+            assert_eq!(roots.len(), n / 2);
+            let fft = NegacyclicFft::new(PolynomialSize(n)).unwrap_or_else(|_| unreachable!());
+            for d in [0usize, 1, 2, 3, n - 1, n, n + 5, 2 * n - 1] {
+                let mut monomial = vec![0u64; n];
+                if d < n {
+                    monomial[d] = 1;
+                } else {
+                    monomial[d - n] = u64::MAX; // X^d = -X^(d - N)
+                }
+                let mut transform = vec![Complex64::default(); n / 2];
+                fft.forward_u64(&monomial, &mut transform, &mut fft.make_scratch());
+                let log_half = (n / 2).trailing_zeros();
+                for (stored, &r) in roots.iter().enumerate() {
+                    assert_eq!(r % 2, 1, "odd roots");
+                    let source = key_position(stored).reverse_bits() >> (usize::BITS - log_half);
+                    let angle =
+                        std::f64::consts::PI * ((r as usize * d) % (2 * n)) as f64 / n as f64;
+                    let expected = Complex64::new(angle.cos(), angle.sin());
+                    assert!(
+                        (transform[source] - expected).norm() < 1e-9,
+                        "N = {n}, d = {d}"
+                    );
+                }
+            }
+        }
+    }
+}
