@@ -120,14 +120,15 @@ impl Hints {
     pub fn parity(&self, hint: u64) -> Option<&[u8]> {
         let e = self.params.entry_size();
         let start = usize::try_from(hint).ok()?.checked_mul(e)?;
-        self.parities.get(start..start + e)
+        self.parities.get(start..start.checked_add(e)?)
     }
 
     /// The second parity of backup hint `j` (`M <= j < M + q`): over the blocks not selected.
     pub fn second_parity(&self, hint: u64) -> Option<&[u8]> {
         let e = self.params.entry_size();
         let backup = usize::try_from(hint.checked_sub(self.params.main_hints())?).ok()?;
-        self.second_parities.get(backup * e..(backup + 1) * e)
+        let start = backup.checked_mul(e)?;
+        self.second_parities.get(start..start.checked_add(e)?)
     }
 
     /// The validity flags and parities, hint after hint, and the second parities of the
@@ -263,7 +264,7 @@ impl Hints {
             header[16 + 8 * i..24 + 8 * i].copy_from_slice(&field.to_le_bytes());
         }
         header[96..128].copy_from_slice(&self.fingerprint);
-        header[128..136].copy_from_slice(&body_bytes(p).to_le_bytes());
+        header[128..136].copy_from_slice(&p.hint_set_bytes().to_le_bytes());
         header
     }
 }
@@ -302,13 +303,6 @@ fn open_checked(path: &Path) -> Result<(BufReader<File>, HintsHeader), Error> {
         )));
     }
     Ok((input, header))
-}
-
-/// Bytes after the header for `params`.
-fn body_bytes(params: &Params) -> u64 {
-    let total = params.total_hints();
-    let e = params.entry_size() as u64;
-    total.div_ceil(8) + total * e + params.backup_hints() * e
 }
 
 /// Parameters, fingerprint, block range and body length from a header, checked.
@@ -356,10 +350,10 @@ fn parse_header(header: &[u8; HEADER_BYTES]) -> Result<(HintsHeader, u64), Strin
     let mut fingerprint = [0u8; 32];
     fingerprint.copy_from_slice(&header[96..128]);
     let body = u64::from_le_bytes(header[128..136].try_into().unwrap_or([0; 8]));
-    if body != body_bytes(&params) {
+    if body != params.hint_set_bytes() {
         return Err(format!(
             "header says {body} bytes of hints; its parameters need {}",
-            body_bytes(&params)
+            params.hint_set_bytes()
         ));
     }
     Ok((

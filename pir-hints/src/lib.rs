@@ -87,7 +87,7 @@ pub use error::Error;
 pub use hints::{FORMAT_VERSION, HEADER_BYTES, Hints, HintsHeader, MAGIC};
 pub use keys::{KEY_FILE_BYTES, MasterKey};
 pub use params::{DEFAULT_LAMBDA, MAX_ENTRY_SIZE, Params, Scheme};
-pub use subset::{Subset, rms24_offset, select_value};
+pub use subset::{MAX_BLOCKS, Subset, rms24_offset, select_value};
 
 /// One generation run: parameters, the key, and the blocks whose entries to cover (all of
 /// them unless narrowed with [`Job::with_blocks`]).
