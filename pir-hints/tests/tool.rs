@@ -435,28 +435,58 @@ fn verify_catches_wrong_keys_databases_and_damage() {
     db("3000", "25", "db4.bin");
     fails(d, &verify("h.hints", "db4.bin", "key"), "does not fit");
 
-    // The last byte of the file is in the second parity of the last backup hint, always
-    // among those checked.
-    let mut bytes = std::fs::read(d.join("h.hints")).unwrap();
-    *bytes.last_mut().unwrap() ^= 1;
-    std::fs::write(d.join("h.hints"), &bytes).unwrap();
-    let said = fails(
-        d,
-        &verify("h.hints", "db.bin", "key"),
-        "1 of 20 sampled hints do not match",
-    );
-    assert!(
-        said.contains("hint 12799 (backup): wrong second parity"),
-        "{said}"
-    );
+    // A flipped bit anywhere (here in the last backup hint's second parity, or in the middle
+    // of the parities) is caught by the file's digest before any hint is compared.
+    let good = std::fs::read(d.join("h.hints")).unwrap();
+    for at in [good.len() - 1, good.len() / 2] {
+        let mut bytes = good.clone();
+        bytes[at] ^= 1;
+        std::fs::write(d.join("h.hints"), &bytes).unwrap();
+        let damaged = "h.hints: damaged: its SHA-256 digest does not match";
+        fails(d, &verify("h.hints", "db.bin", "key"), damaged);
+        fails(d, &["info", "h.hints"], damaged);
+    }
     // A truncated file is refused when read.
-    std::fs::write(d.join("h.hints"), &bytes[..bytes.len() - 1]).unwrap();
+    std::fs::write(d.join("h.hints"), &good[..good.len() - 1]).unwrap();
     fails(
         d,
         &verify("h.hints", "db.bin", "key"),
         "truncated or damaged",
     );
     fails(d, &["info", "h.hints"], "truncated or damaged");
+}
+
+#[test]
+fn combine_refuses_damaged_and_truncated_shards() {
+    let dir = setup(3000);
+    let d = dir.path();
+    for (out, blocks) in [("a.hints", "0..30"), ("b.hints", "30..60")] {
+        generate(d, &["--block-size", "50", "--out", out, "--blocks", blocks]);
+    }
+    ok(d, &["combine", "--out", "good.hints", "a.hints", "b.hints"]);
+    let good = std::fs::read(d.join("b.hints")).unwrap();
+    let mut flipped = good.clone();
+    flipped[good.len() / 3] ^= 0x10;
+    let truncated = &good[..good.len() - 5];
+    for (bytes, expected) in [
+        (&flipped[..], "b.hints: damaged: its SHA-256 digest does not match"),
+        (truncated, "b.hints: "),
+    ] {
+        std::fs::write(d.join("b.hints"), bytes).unwrap();
+        let said = fails(
+            d,
+            &["combine", "--out", "out.hints", "a.hints", "b.hints"],
+            expected,
+        );
+        assert!(said.is_empty(), "{said}");
+        assert!(!d.join("out.hints").exists());
+    }
+    fails(
+        d,
+        &["combine", "--out", "out.hints", "b.hints", "a.hints"],
+        "truncated or damaged",
+    );
+    assert!(!d.join("out.hints").exists());
 }
 
 #[test]
