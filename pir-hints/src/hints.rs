@@ -496,7 +496,10 @@ mod tests {
         bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
         std::fs::write(&path, &bytes).unwrap();
         let said = Hints::read(&path).unwrap_err().to_string();
-        assert!(said.contains("format version 1, written by an older"), "{said}");
+        assert!(
+            said.contains("format version 1, written by an older"),
+            "{said}"
+        );
 
         let mut bytes = good;
         bytes.pop();

@@ -469,7 +469,10 @@ fn combine_refuses_damaged_and_truncated_shards() {
     flipped[good.len() / 3] ^= 0x10;
     let truncated = &good[..good.len() - 5];
     for (bytes, expected) in [
-        (&flipped[..], "b.hints: damaged: its SHA-256 digest does not match"),
+        (
+            &flipped[..],
+            "b.hints: damaged: its SHA-256 digest does not match",
+        ),
         (truncated, "b.hints: "),
     ] {
         std::fs::write(d.join("b.hints"), bytes).unwrap();
@@ -538,4 +541,104 @@ fn cuda_gives_the_cpu_bytes() {
         generate(d, &[&scheme[..], shape, &shard].concat());
         ok(d, &verify("s.hints", "db.bin", "key"));
     }
+}
+
+/// Waits until `dir` holds at least `count` files named `shard-*`, and returns how many.
+fn wait_for_shards(dir: &Path, count: usize, child: &mut std::process::Child) -> usize {
+    let start = std::time::Instant::now();
+    loop {
+        let done = std::fs::read_dir(dir).map_or(0, |entries| {
+            entries
+                .filter(|e| {
+                    let name = e.as_ref().unwrap().file_name();
+                    name.to_string_lossy().starts_with("shard-")
+                })
+                .count()
+        });
+        if done >= count {
+            return done;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before {count} shards were written"
+        );
+        assert!(start.elapsed().as_secs() < 120, "no shard after 120 s");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn an_interrupted_sharded_run_resumes_to_the_same_file() {
+    let dir = setup(60_000);
+    let d = dir.path();
+    let shape = ["--main-hints", "20000", "--backup-hints", "20000"];
+    generate(d, &[&shape[..], &["--out", "whole.hints"]].concat());
+    let sharded = generate_args(
+        &[
+            &shape[..],
+            &["--shards", "8", "--work-dir", "work", "--out", "h.hints"],
+        ]
+        .concat(),
+    );
+    let start = || {
+        Command::new(tool())
+            .current_dir(d)
+            .args(&sharded)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // SIGKILL once the first shard is written, then SIGINT once one more is.
+    let mut child = start();
+    let first = wait_for_shards(&d.join("work"), 1, &mut child);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let mut child = start();
+    let second = wait_for_shards(&d.join("work"), first + 1, &mut child);
+    let interrupt = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupt.success());
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "the run was not interrupted");
+    assert!(second < 8 && !d.join("h.hints").exists());
+
+    let out = run(d, &sharded);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let kept = stderr.matches("finished earlier, kept").count();
+    let made = stderr.matches("): started").count();
+    assert_eq!((kept, made), (second, 8 - second), "{stderr}");
+    let whole = std::fs::read(d.join("whole.hints")).unwrap();
+    assert_eq!(whole, std::fs::read(d.join("h.hints")).unwrap());
+    let left: Vec<_> = std::fs::read_dir(d.join("work"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.starts_with("shard-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+
+    // Run again: every shard is kept, and the file is the same.
+    let out = run(d, &sharded);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("finished earlier, kept").count(),
+        8,
+        "{stderr}"
+    );
+    assert_eq!(whole, std::fs::read(d.join("h.hints")).unwrap());
+
+    // The shards of another run's work directory are refused; bad shard counts too.
+    fails(
+        d,
+        &generate_args(&["--shards", "8", "--work-dir", "work", "--out", "o.hints"]),
+        "is a shard of another run",
+    );
+    fails(
+        d,
+        &generate_args(&["--shards", "0", "--work-dir", "w0"]),
+        "give from 1 to",
+    );
+    fails_with(d, 2, &generate_args(&["--shards", "4"]), "--work-dir");
 }
