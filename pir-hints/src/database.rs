@@ -248,7 +248,7 @@ mod tests {
         // The last blocks hold padding only past n: 24..26 is entries 960..1000 then nothing.
         assert_eq!(synthetic_rows(&params, 24..26).unwrap(), (240, 640));
         assert!(synthetic_rows(&params, 3..3).is_err());
-        assert!(synthetic_rows(&params, 5..2).is_err());
+        assert!(synthetic_rows(&params, Range { start: 5, end: 2 }).is_err());
         assert!(synthetic_rows(&params, 0..u64::MAX).is_err());
         // Entry size 3: block 1 starts at byte 120, not a multiple of 64.
         let odd = Params::new(Scheme::Rms24, 1000, 3)
