@@ -383,7 +383,7 @@ fn upload_in_ranges(
     let per_range = (budget / row_bytes).max(1);
     let mut start = blocks.start;
     while start < blocks.end {
-        let end = (start + per_range).min(blocks.end);
+        let end = start.saturating_add(per_range).min(blocks.end);
         let rows = gpu.upload(db.rows(start..end, params.block_size()))?;
         f(
             &rows,

@@ -543,21 +543,22 @@ fn cuda_gives_the_cpu_bytes() {
     }
 }
 
-/// Waits until `dir` holds at least `count` files named `shard-*`, and returns how many.
-fn wait_for_shards(dir: &Path, count: usize, child: &mut std::process::Child) -> usize {
+/// How many files named `shard-*` `dir` holds.
+fn shard_files(dir: &Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |entries| {
+        entries
+            .filter(|e| {
+                let name = e.as_ref().unwrap().file_name();
+                name.to_string_lossy().starts_with("shard-")
+            })
+            .count()
+    })
+}
+
+/// Waits until `dir` holds at least `count` shard files, while `child` runs.
+fn wait_for_shards(dir: &Path, count: usize, child: &mut std::process::Child) {
     let start = std::time::Instant::now();
-    loop {
-        let done = std::fs::read_dir(dir).map_or(0, |entries| {
-            entries
-                .filter(|e| {
-                    let name = e.as_ref().unwrap().file_name();
-                    name.to_string_lossy().starts_with("shard-")
-                })
-                .count()
-        });
-        if done >= count {
-            return done;
-        }
+    while shard_files(dir) < count {
         assert!(
             child.try_wait().unwrap().is_none(),
             "the run ended before {count} shards were written"
@@ -589,12 +590,14 @@ fn an_interrupted_sharded_run_resumes_to_the_same_file() {
             .unwrap()
     };
     // SIGKILL once the first shard is written, then SIGINT once one more is.
+    let work = d.join("work");
     let mut child = start();
-    let first = wait_for_shards(&d.join("work"), 1, &mut child);
+    wait_for_shards(&work, 1, &mut child);
     child.kill().unwrap();
     child.wait().unwrap();
+    let first = shard_files(&work);
     let mut child = start();
-    let second = wait_for_shards(&d.join("work"), first + 1, &mut child);
+    wait_for_shards(&work, first + 1, &mut child);
     let interrupt = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -602,6 +605,7 @@ fn an_interrupted_sharded_run_resumes_to_the_same_file() {
     assert!(interrupt.success());
     let status = child.wait().unwrap();
     assert!(!status.success(), "the run was not interrupted");
+    let second = shard_files(&work);
     assert!(second < 8 && !d.join("h.hints").exists());
 
     let out = run(d, &sharded);
