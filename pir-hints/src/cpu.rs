@@ -8,7 +8,7 @@ use crate::error::Error;
 use crate::hints::Hints;
 use crate::keys::MasterKey;
 use crate::params::{Params, Scheme};
-use crate::subset::{OFFSETS_PER_BLOCK, Summary, rms24_offset, select_value};
+use crate::subset::{OFFSETS_PER_BLOCK, Summary, rms24_offset_unchecked, select_value_unchecked};
 use crate::{HintGenerator, Job, Subset};
 
 /// Hints per progress report in RMS24 generation.
@@ -105,7 +105,7 @@ fn rms24(job: &Job<'_>, db: &Database<'_>, progress: &(dyn Fn(u64) + Sync)) -> H
     let mut hints = job.empty_hints();
     let blocks = job.blocks();
     for_each_hint(&mut hints, HINTS_PER_REPORT, progress, |slot| {
-        let subset = Subset::new(&select_key, slot.hint, params.blocks());
+        let subset = Subset::of_checked(&select_key, slot.hint, params.blocks());
         if !subset.is_valid() {
             return false;
         }
@@ -151,7 +151,7 @@ impl<'a> Rms24Offsets<'a> {
             _ => {
                 let first = k * OFFSETS_PER_BLOCK;
                 let offsets = std::array::from_fn(|i| {
-                    rms24_offset(
+                    rms24_offset_unchecked(
                         self.select_key,
                         self.hint,
                         first + i as u64,
@@ -169,7 +169,7 @@ impl<'a> Rms24Offsets<'a> {
 pub(crate) fn summaries(params: &Params, select_key: &Key) -> Vec<Summary> {
     (0..params.total_hints())
         .into_par_iter()
-        .map(|j| Subset::new(select_key, j, params.blocks()).summary())
+        .map(|j| Subset::of_checked(select_key, j, params.blocks()).summary())
         .collect()
 }
 
@@ -223,7 +223,7 @@ fn plinko(
                     return false;
                 }
                 let offset = u64::from(offsets[slot.hint as usize]);
-                let selected = select_value(&select_key, slot.hint, a) < summary.cutoff;
+                let selected = select_value_unchecked(&select_key, slot.hint, a) < summary.cutoff;
                 match slot.second {
                     None if selected || a == summary.extra => {
                         xor_entry(slot.parity, db, params.block_size(), a, offset);

@@ -26,7 +26,7 @@ use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, ValidAsZeroBits};
 use prp::Evaluator;
 use rayon::prelude::*;
 
-use crate::database::{Database, synthetic_stream};
+use crate::database::{Database, synthetic_rows, synthetic_stream};
 use crate::error::Error;
 use crate::hints::{Hints, xor_into};
 use crate::keys::MasterKey;
@@ -213,19 +213,11 @@ impl Cuda {
     ) -> Result<DeviceDatabase, Error> {
         params.check_block_range(&blocks)?;
         let gpu = Arc::clone(&self.gpus[0]);
-        let shape = row_shape(params, blocks.clone());
-        let offset = shape.row_first * params.entry_size() as u64;
-        let len = shape.row_count * params.entry_size() as u64;
-        if offset % 64 != 0 || offset + len > crate::MAX_SYNTHETIC_BYTES {
-            return Err(Error::Parameter(format!(
-                "synthetic blocks {blocks:?} start at byte {offset}, not a multiple of 64, or \
-                 pass the end of the synthetic stream"
-            )));
-        }
-        let mut bytes = gpu.alloc_zeroed::<u8>(len.next_multiple_of(64) as usize)?;
+        let (counter, len) = synthetic_rows(params, blocks.clone())?;
+        let mut bytes = gpu.alloc_zeroed::<u8>(len)?;
         prp::Cuda::on(Arc::clone(&gpu)).fill_keystream_device(
             &synthetic_stream(seed),
-            (offset / 64) as u32,
+            counter,
             &mut bytes,
         )?;
         Ok(DeviceDatabase {
@@ -391,7 +383,7 @@ fn upload_in_ranges(
     let per_range = (budget / row_bytes).max(1);
     let mut start = blocks.start;
     while start < blocks.end {
-        let end = (start + per_range).min(blocks.end);
+        let end = start.saturating_add(per_range).min(blocks.end);
         let rows = gpu.upload(db.rows(start..end, params.block_size()))?;
         f(
             &rows,

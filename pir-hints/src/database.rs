@@ -1,6 +1,7 @@
 //! The database: `n` entries of `E` bytes, in memory or memory-mapped, and synthetic ones.
 
 use std::fs::File;
+use std::ops::Range;
 use std::path::Path;
 
 use memmap2::Mmap;
@@ -52,17 +53,19 @@ impl<'a> Database<'a> {
     /// Entry `index`, or `None` past the end (an entry that reads as zero).
     pub fn entry(&self, index: u64) -> Option<&'a [u8]> {
         let start = usize::try_from(index).ok()?.checked_mul(self.entry_size)?;
-        self.bytes.get(start..start + self.entry_size)
+        self.bytes.get(start..start.checked_add(self.entry_size)?)
     }
 
     /// The stored entries of blocks `blocks` of `w` entries: entries `start w .. min(end w, n)`
-    /// (possibly empty, when the range lies wholly in the padding).
-    pub fn rows(&self, blocks: std::ops::Range<u64>, block_size: u64) -> &'a [u8] {
+    /// (possibly empty, when the range lies wholly in the padding or is empty or reversed).
+    pub fn rows(&self, blocks: Range<u64>, block_size: u64) -> &'a [u8] {
+        // Entry numbers clamped to `n`, so that the byte offsets are within the slice.
         let clamp = |block: u64| {
             let entry = block.saturating_mul(block_size).min(self.entries());
             entry as usize * self.entry_size
         };
-        &self.bytes[clamp(blocks.start)..clamp(blocks.end)]
+        let end = clamp(blocks.end);
+        &self.bytes[clamp(blocks.start).min(end)..end]
     }
 
     /// Errors unless this database has the `n` and `E` of `params`.
@@ -133,14 +136,49 @@ pub const MAX_SYNTHETIC_BYTES: u64 = (BLOCK_BYTES as u64) << 32;
 /// Fills `out` with bytes `offset ..` of the synthetic database of `seed`, on all cores.
 /// Errors if `offset` is not a multiple of 64 or the range passes [`MAX_SYNTHETIC_BYTES`].
 pub fn fill_synthetic(seed: u64, offset: u64, out: &mut [u8]) -> Result<(), Error> {
-    if offset % BLOCK_BYTES as u64 != 0 || offset + out.len() as u64 > MAX_SYNTHETIC_BYTES {
-        return Err(Error::Parameter(format!(
-            "synthetic bytes {offset} .. +{} must start at a multiple of 64 and end by 2^38",
-            out.len()
-        )));
-    }
-    let counter = (offset / BLOCK_BYTES as u64) as u32;
+    let counter = synthetic_counter(offset, out.len() as u64)?;
     Ok(Cpu.fill_keystream(&synthetic_stream(seed), counter, out)?)
+}
+
+/// The keystream block counter at which synthetic bytes `offset .. offset + len` start.
+/// Errors if `offset` is not a multiple of 64 or the range passes [`MAX_SYNTHETIC_BYTES`]
+/// (overflowing sums included).
+pub(crate) fn synthetic_counter(offset: u64, len: u64) -> Result<u32, Error> {
+    let end = offset.checked_add(len);
+    match end {
+        Some(end) if offset % BLOCK_BYTES as u64 == 0 && end <= MAX_SYNTHETIC_BYTES => {
+            u32::try_from(offset / BLOCK_BYTES as u64).map_err(|_| {
+                Error::Parameter(format!("synthetic byte {offset} is past the keystream"))
+            })
+        }
+        _ => Err(Error::Parameter(format!(
+            "synthetic bytes {offset} .. +{len} must start at a multiple of 64 and end by 2^38"
+        ))),
+    }
+}
+
+/// Where the synthetic rows of blocks `blocks` start and how many bytes they take, padded to
+/// whole keystream blocks: `(counter, bytes)` for a keystream fill. Errors if the blocks do not
+/// start at a multiple of 64 bytes or pass [`MAX_SYNTHETIC_BYTES`] (or `usize`).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn synthetic_rows(params: &Params, blocks: Range<u64>) -> Result<(u32, usize), Error> {
+    params.check_block_range(&blocks)?;
+    let entry_size = params.entry_size() as u64;
+    let entry = |block: u64| block.checked_mul(params.block_size());
+    let bytes = |entries: u64| entries.checked_mul(entry_size);
+    let too_far = || {
+        Error::Parameter(format!(
+            "synthetic blocks {blocks:?} of {params} pass the end of the synthetic stream"
+        ))
+    };
+    let first = entry(blocks.start).ok_or_else(too_far)?;
+    let end = entry(blocks.end).ok_or_else(too_far)?.min(params.entries());
+    let offset = bytes(first).ok_or_else(too_far)?;
+    let len = bytes(end.saturating_sub(first)).ok_or_else(too_far)?;
+    let counter = synthetic_counter(offset, len)?;
+    let padded =
+        usize::try_from(len.next_multiple_of(BLOCK_BYTES as u64)).map_err(|_| too_far())?;
+    Ok((counter, padded))
 }
 
 /// The synthetic database of `seed` with `entries` entries of `entry_size` bytes, in memory.
@@ -185,5 +223,44 @@ mod tests {
         assert_eq!(&all[128..], &tail[..]);
         assert_ne!(all, synthetic_database(8, 100, 5).unwrap());
         assert!(fill_synthetic(7, 3, &mut tail).is_err());
+    }
+
+    #[test]
+    fn synthetic_ranges_are_checked() {
+        let last = MAX_SYNTHETIC_BYTES - 64;
+        assert_eq!(synthetic_counter(last, 64).unwrap(), u32::MAX);
+        assert_eq!(synthetic_counter(MAX_SYNTHETIC_BYTES, 0).ok(), None);
+        assert!(synthetic_counter(last, 65).is_err());
+        assert!(synthetic_counter(u64::MAX - 63, 64).is_err());
+        assert!(synthetic_counter(64, u64::MAX).is_err());
+        assert!(synthetic_counter(0, MAX_SYNTHETIC_BYTES).is_ok());
+    }
+
+    #[test]
+    fn synthetic_rows_are_checked() {
+        use crate::Scheme;
+        let params = Params::new(Scheme::Rms24, 1000, 16)
+            .unwrap()
+            .with_block_size(40)
+            .unwrap();
+        // Blocks 2..5: entries 80..200, bytes 1280..3200, counter 20, 1920 bytes.
+        assert_eq!(synthetic_rows(&params, 2..5).unwrap(), (20, 1920));
+        // The last blocks hold padding only past n: 24..26 is entries 960..1000 then nothing.
+        assert_eq!(synthetic_rows(&params, 24..26).unwrap(), (240, 640));
+        assert!(synthetic_rows(&params, 3..3).is_err());
+        assert!(synthetic_rows(&params, Range { start: 5, end: 2 }).is_err());
+        assert!(synthetic_rows(&params, 0..u64::MAX).is_err());
+        // Entry size 3: block 1 starts at byte 120, not a multiple of 64.
+        let odd = Params::new(Scheme::Rms24, 1000, 3)
+            .unwrap()
+            .with_block_size(40)
+            .unwrap();
+        assert!(synthetic_rows(&odd, 1..2).is_err());
+        // Past the keystream: 2^40 entries of 64 bytes.
+        let huge = Params::new(Scheme::Rms24, 1 << 40, 64).unwrap();
+        assert!(synthetic_rows(&huge, 0..2).is_ok());
+        assert!(synthetic_rows(&huge, huge.all_blocks()).is_err());
+        let last = huge.blocks() - 1;
+        assert!(synthetic_rows(&huge, last..last + 1).is_err());
     }
 }

@@ -12,7 +12,7 @@ use crate::database::Database;
 use crate::error::Error;
 use crate::keys::MasterKey;
 use crate::params::{Params, Scheme};
-use crate::subset::{extra_rank, rms24_offset, select_values};
+use crate::subset::{extra_rank, rms24_offset_unchecked, select_values};
 
 /// One hint as the definition gives it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -108,7 +108,7 @@ pub fn direct_hints(
             }
             let offset = match &iprf {
                 Some(iprf) => iprf.forward(value.hint)?,
-                None => rms24_offset(&select_key, value.hint, a, params.block_size()),
+                None => rms24_offset_unchecked(&select_key, value.hint, a, params.block_size()),
             };
             let target = if subset.selected(a) {
                 Some(&mut value.parity)

@@ -1,13 +1,13 @@
 //! A generated hint set, how shards of it combine, and its file format.
 //!
-//! # File format (version 1)
+//! # File format (version 2)
 //!
-//! All integers little-endian. A fixed 136-byte header:
+//! All integers little-endian. A fixed 168-byte header:
 //!
 //! | bytes | field |
 //! |---|---|
 //! | 0..8 | magic `PIRHINTS` |
-//! | 8..12 | format version, 1 |
+//! | 8..12 | format version, 2 |
 //! | 12..16 | scheme: 1 = RMS24, 2 = Plinko |
 //! | 16..24 | `n`, entries |
 //! | 24..32 | `E`, bytes per entry |
@@ -20,10 +20,16 @@
 //! | 88..96 | reserved, zero |
 //! | 96..128 | the key fingerprint ([`crate::MasterKey::fingerprint`]); never the key |
 //! | 128..136 | the number of bytes that follow the header |
+//! | 136..168 | SHA-256 of bytes 0..136 followed by every byte after the header |
 //!
 //! Then, in order: the validity bitmap, `ceil((M + q) / 8)` bytes, hint `j` at bit `j mod 8`
 //! of byte `j / 8` (1 = valid); the parities of all `M + q` hints, `E` bytes each; the second
-//! parities of the `q` backup hints, `E` bytes each. Nothing else: the file's length is checked.
+//! parities of the `q` backup hints, `E` bytes each. Nothing else: the file's length is checked,
+//! and [`Hints::read`] recomputes the digest, so that a damaged or truncated file is refused
+//! (and never combined) rather than read as hints.
+//!
+//! Version 1 (before 2026-11-26) had no digest (a 136-byte header); this version refuses such
+//! files with an error that says so: generate them again.
 //!
 //! Files are written to a temporary file in the target's directory and renamed over the
 //! target when complete, so an interrupted run leaves no partial hints file behind.
@@ -34,6 +40,7 @@ use std::ops::Range;
 use std::path::Path;
 
 use rayon::prelude::*;
+use sha2::{Digest, Sha256};
 
 use crate::error::Error;
 use crate::params::{Params, Scheme};
@@ -41,9 +48,11 @@ use crate::params::{Params, Scheme};
 /// The first bytes of every hint file.
 pub const MAGIC: [u8; 8] = *b"PIRHINTS";
 /// The format version this crate writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 /// Bytes in the header.
-pub const HEADER_BYTES: usize = 136;
+pub const HEADER_BYTES: usize = 168;
+/// Where the digest starts in the header: it covers the header bytes before it and the body.
+const DIGEST_AT: usize = 136;
 
 /// The hints of one key over a range of blocks: one parity per hint (two for backup hints)
 /// and a validity flag per hint.
@@ -120,14 +129,15 @@ impl Hints {
     pub fn parity(&self, hint: u64) -> Option<&[u8]> {
         let e = self.params.entry_size();
         let start = usize::try_from(hint).ok()?.checked_mul(e)?;
-        self.parities.get(start..start + e)
+        self.parities.get(start..start.checked_add(e)?)
     }
 
     /// The second parity of backup hint `j` (`M <= j < M + q`): over the blocks not selected.
     pub fn second_parity(&self, hint: u64) -> Option<&[u8]> {
         let e = self.params.entry_size();
         let backup = usize::try_from(hint.checked_sub(self.params.main_hints())?).ok()?;
-        self.second_parities.get(backup * e..(backup + 1) * e)
+        let start = backup.checked_mul(e)?;
+        self.second_parities.get(start..start.checked_add(e)?)
     }
 
     /// The validity flags and parities, hint after hint, and the second parities of the
@@ -209,9 +219,16 @@ impl Hints {
             .suffix(".partial")
             .tempfile_in(dir)
             .map_err(io)?;
+        let bitmap = pack_bits(&self.valid);
+        let mut header = self.header();
+        let digest = digest_of(
+            &header[..DIGEST_AT],
+            [&bitmap[..], &self.parities, &self.second_parities],
+        );
+        header[DIGEST_AT..].copy_from_slice(&digest);
         let mut out = BufWriter::with_capacity(1 << 22, temp.as_file());
-        out.write_all(&self.header()).map_err(io)?;
-        out.write_all(&pack_bits(&self.valid)).map_err(io)?;
+        out.write_all(&header).map_err(io)?;
+        out.write_all(&bitmap).map_err(io)?;
         out.write_all(&self.parities).map_err(io)?;
         out.write_all(&self.second_parities).map_err(io)?;
         out.flush().map_err(io)?;
@@ -221,22 +238,33 @@ impl Hints {
         Ok(())
     }
 
-    /// Reads only the header of a hint file (checking it and the file's length): enough to
-    /// check and order shards without reading their parities.
+    /// Reads only the header of a hint file (checking it and the file's length, not the
+    /// digest): enough to order shards without reading their parities.
     pub fn read_header(path: &Path) -> Result<HintsHeader, Error> {
         Ok(open_checked(path)?.1)
     }
 
-    /// Reads a hint file written by [`Hints::write`], checking its header and length.
+    /// Reads a hint file written by [`Hints::write`], checking its header, its length and its
+    /// digest: a damaged or truncated file is an error.
     pub fn read(path: &Path) -> Result<Hints, Error> {
         let io = |e| Error::io(path, e);
         let (mut input, header) = open_checked(path)?;
         let mut hints = Hints::zeroed(header.params, header.fingerprint, header.blocks);
         let mut bitmap = vec![0u8; hints.valid.len().div_ceil(8)];
         input.read_exact(&mut bitmap).map_err(io)?;
-        hints.valid = unpack_bits(&bitmap, hints.valid.len());
         input.read_exact(&mut hints.parities).map_err(io)?;
         input.read_exact(&mut hints.second_parities).map_err(io)?;
+        let digest = digest_of(
+            &header.bytes[..DIGEST_AT],
+            [&bitmap[..], &hints.parities, &hints.second_parities],
+        );
+        if digest[..] != header.bytes[DIGEST_AT..] {
+            return Err(Error::Hints(format!(
+                "{}: damaged: its SHA-256 digest does not match its contents",
+                path.display()
+            )));
+        }
+        hints.valid = unpack_bits(&bitmap, hints.valid.len());
         Ok(hints)
     }
 
@@ -263,7 +291,7 @@ impl Hints {
             header[16 + 8 * i..24 + 8 * i].copy_from_slice(&field.to_le_bytes());
         }
         header[96..128].copy_from_slice(&self.fingerprint);
-        header[128..136].copy_from_slice(&body_bytes(p).to_le_bytes());
+        header[128..136].copy_from_slice(&p.hint_set_bytes().to_le_bytes());
         header
     }
 }
@@ -277,6 +305,8 @@ pub struct HintsHeader {
     pub fingerprint: [u8; 32],
     /// The blocks the parities cover.
     pub blocks: Range<u64>,
+    /// The header's bytes as read, digest included.
+    bytes: [u8; HEADER_BYTES],
 }
 
 /// Opens a hint file, checks its header and length, and leaves the reader after the header.
@@ -304,13 +334,6 @@ fn open_checked(path: &Path) -> Result<(BufReader<File>, HintsHeader), Error> {
     Ok((input, header))
 }
 
-/// Bytes after the header for `params`.
-fn body_bytes(params: &Params) -> u64 {
-    let total = params.total_hints();
-    let e = params.entry_size() as u64;
-    total.div_ceil(8) + total * e + params.backup_hints() * e
-}
-
 /// Parameters, fingerprint, block range and body length from a header, checked.
 fn parse_header(header: &[u8; HEADER_BYTES]) -> Result<(HintsHeader, u64), String> {
     if header[..8] != MAGIC {
@@ -324,6 +347,12 @@ fn parse_header(header: &[u8; HEADER_BYTES]) -> Result<(HintsHeader, u64), Strin
         u64::from_le_bytes(header[at..at + 8].try_into().unwrap_or([0; 8]))
     };
     let version = word(8);
+    if version == 1 {
+        return Err(format!(
+            "format version 1, written by an older pir-hints without a digest; this build \
+             reads version {FORMAT_VERSION} only: generate the file again"
+        ));
+    }
     if version != FORMAT_VERSION {
         return Err(format!(
             "format version {version}; this build reads version {FORMAT_VERSION}"
@@ -356,10 +385,10 @@ fn parse_header(header: &[u8; HEADER_BYTES]) -> Result<(HintsHeader, u64), Strin
     let mut fingerprint = [0u8; 32];
     fingerprint.copy_from_slice(&header[96..128]);
     let body = u64::from_le_bytes(header[128..136].try_into().unwrap_or([0; 8]));
-    if body != body_bytes(&params) {
+    if body != params.hint_set_bytes() {
         return Err(format!(
             "header says {body} bytes of hints; its parameters need {}",
-            body_bytes(&params)
+            params.hint_set_bytes()
         ));
     }
     Ok((
@@ -367,9 +396,18 @@ fn parse_header(header: &[u8; HEADER_BYTES]) -> Result<(HintsHeader, u64), Strin
             params,
             fingerprint,
             blocks,
+            bytes: *header,
         },
         body,
     ))
+}
+
+/// SHA-256 of the header bytes before the digest and the body's parts, in order.
+fn digest_of<const N: usize>(header: &[u8], body: [&[u8]; N]) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(header);
+    body.iter().for_each(|part| hasher.update(part));
+    hasher.finalize().into()
 }
 
 /// `dst ^= src`, bytewise, on all cores.
@@ -437,7 +475,33 @@ mod tests {
         assert_eq!((header.params, header.blocks), (hints.params, 0..10));
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 
-        let mut bytes = std::fs::read(&path).unwrap();
+        let good = std::fs::read(&path).unwrap();
+        // Any flipped bit, in the header (reserved field and digest included), the bitmap,
+        // the parities or the second parities, is refused: by the header's checks or the
+        // digest.
+        for at in (0..good.len()).filter(|&at| at % 7 == 0 || at >= DIGEST_AT - 8) {
+            for bit in [0, 7] {
+                let mut bytes = good.clone();
+                bytes[at] ^= 1 << bit;
+                std::fs::write(&path, &bytes).unwrap();
+                assert!(Hints::read(&path).is_err(), "byte {at} bit {bit}");
+            }
+        }
+        let mut bytes = good.clone();
+        bytes[HEADER_BYTES + 20] ^= 4;
+        std::fs::write(&path, &bytes).unwrap();
+        let said = Hints::read(&path).unwrap_err().to_string();
+        assert!(said.contains("damaged: its SHA-256 digest"), "{said}");
+        // Files of format version 1 are refused with a reason.
+        bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
+        std::fs::write(&path, &bytes).unwrap();
+        let said = Hints::read(&path).unwrap_err().to_string();
+        assert!(
+            said.contains("format version 1, written by an older"),
+            "{said}"
+        );
+
+        let mut bytes = good;
         bytes.pop();
         std::fs::write(&path, &bytes).unwrap();
         assert!(

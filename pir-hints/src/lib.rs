@@ -29,7 +29,9 @@
 //! a shard, and shards over adjacent ranges combine by XOR ([`Hints::combine_all`]) into the
 //! hints over the union. This is how runs spread over GPUs, machines, or databases larger
 //! than a GPU's memory. Hint files ([`Hints::write`], [`Hints::read`]) have a documented
-//! binary format (see [`Hints`]'s module docs in `hints.rs` and the README).
+//! binary format (see [`Hints`]'s module docs in `hints.rs` and the README), with a digest
+//! that [`Hints::read`] checks. [`ShardedRun`] runs a job as shards in one process, each
+//! written as it finishes, so that an interrupted run resumes where it stopped.
 //!
 //! # Features
 //!
@@ -69,6 +71,7 @@ mod error;
 mod hints;
 mod keys;
 mod params;
+mod sharded;
 #[cfg(feature = "cuda")]
 pub mod source;
 mod subset;
@@ -87,7 +90,8 @@ pub use error::Error;
 pub use hints::{FORMAT_VERSION, HEADER_BYTES, Hints, HintsHeader, MAGIC};
 pub use keys::{KEY_FILE_BYTES, MasterKey};
 pub use params::{DEFAULT_LAMBDA, MAX_ENTRY_SIZE, Params, Scheme};
-pub use subset::{Subset, rms24_offset, select_value};
+pub use sharded::{ShardEvent, ShardedRun};
+pub use subset::{MAX_BLOCKS, Subset, rms24_offset, select_value};
 
 /// One generation run: parameters, the key, and the blocks whose entries to cover (all of
 /// them unless narrowed with [`Job::with_blocks`]).

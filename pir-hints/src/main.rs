@@ -23,7 +23,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use pir_hints::{
     Backend, Cpu, DEFAULT_LAMBDA, HintGenerator, Hints, Job, KEY_FILE_BYTES, MAX_SYNTHETIC_BYTES,
-    MappedDatabase, MasterKey, Params, Scheme, direct_hints, fill_synthetic,
+    MappedDatabase, MasterKey, Params, Scheme, ShardEvent, ShardedRun, direct_hints,
+    fill_synthetic,
 };
 use zeroize::Zeroizing;
 
@@ -128,6 +129,14 @@ struct Generate {
     /// Cover blocks START..END only, making a shard for `combine` [default: every block].
     #[arg(long, value_name = "START..END", value_parser = parse_blocks)]
     blocks: Option<Range<u64>>,
+    /// Run the job as K shards, one after another, each written to --work-dir when finished;
+    /// run again after an interruption, the same command keeps finished shards and gives the
+    /// same file.
+    #[arg(long, value_name = "K", requires = "work_dir")]
+    shards: Option<u64>,
+    /// The directory that keeps the shards of --shards (created if need be; one per run).
+    #[arg(long, value_name = "DIR", requires = "shards")]
+    work_dir: Option<PathBuf>,
 }
 
 /// The `--backend` choices.
@@ -355,7 +364,39 @@ fn generate(args: &Generate) -> Outcome {
         &format!("{{human_pos}}/{{human_len}} {unit} ({{per_sec}}, eta {{eta}})"),
     )?;
     let start = Instant::now();
-    let hints = backend.generate_with_progress(&job, &db, &|done| bar.inc(done))?;
+    let hints = match (args.shards, &args.work_dir) {
+        (Some(shards), Some(work_dir)) => {
+            let run = ShardedRun::new(job.clone(), shards, work_dir)?;
+            bar.set_length(run.work()?);
+            // On standard error, above the bar (or alone where the bar is hidden).
+            let say = |event| {
+                let line = match event {
+                    ShardEvent::Kept { index, blocks } => {
+                        format!(
+                            "shard {index} of {shards} (blocks {blocks:?}): finished earlier, kept"
+                        )
+                    }
+                    ShardEvent::Started {
+                        index,
+                        blocks,
+                        replacing,
+                    } => {
+                        let again = replacing.map(|why| format!(", made again: {why}"));
+                        format!(
+                            "shard {index} of {shards} (blocks {blocks:?}): started{}",
+                            again.unwrap_or_default()
+                        )
+                    }
+                    ShardEvent::Written { index, path } => {
+                        format!("shard {index} of {shards}: written to {}", path.display())
+                    }
+                };
+                bar.suspend(|| eprintln!("{line}"));
+            };
+            run.run(&backend, &db, &|done| bar.inc(done), &mut { say })?
+        }
+        _ => backend.generate_with_progress(&job, &db, &|done| bar.inc(done))?,
+    };
     let seconds = start.elapsed().as_secs_f64();
     bar.finish_and_clear();
     hints.write(&args.out)?;

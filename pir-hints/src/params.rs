@@ -4,6 +4,7 @@ use std::fmt;
 use std::ops::Range;
 
 use crate::error::Error;
+use crate::subset::MAX_BLOCKS;
 
 /// The default security parameter: Plinko's regular hints per block entry, and the PRP
 /// security of its invertible PRF.
@@ -252,9 +253,19 @@ impl Params {
                 prp::MAX_BINS
             ));
         }
-        // c <= 2^36 keeps every select counter floor(a / 16) below 2^32.
-        if self.blocks() > 1 << 36 {
-            return bad(format!("{} blocks is more than 2^36", self.blocks()));
+        // c <= MAX_BLOCKS keeps every ChaCha counter floor(a / 16), floor(a / 8) below 2^32;
+        // c w must fit in a u64 so that every entry number a w + b of a block does.
+        let blocks = self.entries.div_ceil(self.block_size);
+        match blocks.checked_next_multiple_of(2) {
+            Some(blocks)
+                if blocks <= MAX_BLOCKS && blocks.checked_mul(self.block_size).is_some() => {}
+            _ => {
+                return bad(format!(
+                    "{} entries in blocks of {} is more than {MAX_BLOCKS} blocks or 2^64 \
+                     entries with the padding",
+                    self.entries, self.block_size
+                ));
+            }
         }
         let total = self.main_hints.checked_add(self.backup_hints);
         match total {
@@ -266,6 +277,12 @@ impl Params {
                 return bad(format!(
                     "{total} Plinko hints is more than the {} an iPRF table holds",
                     prp::MAX_TABLE_DOMAIN
+                ));
+            }
+            Some(total) if hint_set_bytes(total, self.backup_hints, self.entry_size).is_none() => {
+                return bad(format!(
+                    "{total} hints of {} bytes do not fit in memory",
+                    self.entry_size
                 ));
             }
             Some(_) => {}
@@ -316,6 +333,13 @@ impl Params {
         self.main_hints + self.backup_hints
     }
 
+    /// The bytes of a whole hint set: the validity bitmap, `ceil((M + q) / 8)` bytes, the
+    /// `M + q` parities and the `q` second parities, `E` bytes each (checked by [`Params`] to
+    /// fit in a `usize`).
+    pub fn hint_set_bytes(&self) -> u64 {
+        hint_set_bytes(self.total_hints(), self.backup_hints, self.entry_size).unwrap_or(u64::MAX)
+    }
+
     /// The security parameter.
     pub fn lambda(&self) -> u32 {
         self.lambda
@@ -336,6 +360,17 @@ impl Params {
         }
         Ok(())
     }
+}
+
+/// The bytes of `total` hints of which `backup` are backup hints, `entry_size` bytes each
+/// (see [`Params::hint_set_bytes`]), or `None` if they do not fit in a `usize`.
+fn hint_set_bytes(total: u64, backup: u64, entry_size: usize) -> Option<u64> {
+    let e = entry_size as u64;
+    let bytes = total
+        .div_ceil(8)
+        .checked_add(total.checked_mul(e)?)?
+        .checked_add(backup.checked_mul(e)?)?;
+    usize::try_from(bytes).ok().map(|_| bytes)
 }
 
 /// The power of two nearest `x` (ties up), at least 1.
@@ -400,6 +435,20 @@ mod tests {
         assert!(p.with_hints(u64::MAX, 1).is_err());
         assert!(p.with_hints(1 << 32, 1).is_err());
         assert!(p.with_lambda(0).is_err());
+        let big = Params::new(Scheme::Rms24, 100, MAX_ENTRY_SIZE).unwrap();
+        assert!(big.with_hints(1 << 62, 1 << 62).is_err());
+        assert!(big.with_hints(1 << 50, 0).is_ok());
+        // n = 2^64 - 11 in blocks of 2^32 - 1: c = 2^32 + 2, and c w passes 2^64.
+        let near_max = |w| Params::from_parts(Scheme::Rms24, u64::MAX - 10, 1, w, (1, 1), 1);
+        assert!(near_max(u64::from(u32::MAX)).is_err());
+        assert!(near_max(1).is_err());
+        assert!(Params::new(Scheme::Rms24, u64::MAX, 1).is_err());
+        let p = Params::new(Scheme::Rms24, 1 << 63, 1).unwrap();
+        assert_eq!(
+            p.blocks().checked_mul(p.block_size()).map(|x| x >= 1 << 63),
+            Some(true)
+        );
+        assert!(p.with_block_size(1).is_err());
         assert!(p.check_block_range(&(0..0)).is_err());
         assert!(p.check_block_range(&(0..p.blocks() + 1)).is_err());
         assert!(p.check_block_range(&(1..p.blocks())).is_ok());

@@ -3,6 +3,8 @@
 
 use prp::{Key, R8, tags};
 
+use crate::error::Error;
+
 /// Select values per ChaCha block: `v[j][a]` is word `a mod 16` of block `floor(a / 16)`.
 pub(crate) const VALUES_PER_BLOCK: u64 = 16;
 
@@ -20,8 +22,30 @@ pub(crate) fn select_block(select_key: &Key, hint: u64, k: u64) -> [u32; 16] {
     prp::block::<R8>(select_key, k as u32, nonce(hint, tags::SLCT))
 }
 
-/// `v[j][a]`, the select value of hint `j` for block `a`.
-pub fn select_value(select_key: &Key, hint: u64, block: u64) -> u32 {
+/// The most blocks `c` a hint set may have: the select counter `floor(a / 16)` and RMS24's
+/// offset counter `floor(a / 8)` of every block `a < c` fit in ChaCha's 32-bit block counter.
+pub const MAX_BLOCKS: u64 = OFFSETS_PER_BLOCK << 32;
+
+/// Errors unless block `a` is below [`MAX_BLOCKS`].
+fn check_block(block: u64) -> Result<(), Error> {
+    if block >= MAX_BLOCKS {
+        return Err(Error::Parameter(format!(
+            "block {block} is past the last block a hint set may have ({})",
+            MAX_BLOCKS - 1
+        )));
+    }
+    Ok(())
+}
+
+/// `v[j][a]`, the select value of hint `j` for block `a`. Errors if `a` is not below
+/// [`MAX_BLOCKS`] (its ChaCha counter would not fit in 32 bits).
+pub fn select_value(select_key: &Key, hint: u64, block: u64) -> Result<u32, Error> {
+    check_block(block)?;
+    Ok(select_value_unchecked(select_key, hint, block))
+}
+
+/// [`select_value`] for a block already known to be below [`MAX_BLOCKS`].
+pub(crate) fn select_value_unchecked(select_key: &Key, hint: u64, block: u64) -> u32 {
     select_block(select_key, hint, block / VALUES_PER_BLOCK)[(block % VALUES_PER_BLOCK) as usize]
 }
 
@@ -42,8 +66,28 @@ pub(crate) fn extra_rank(select_key: &Key, hint: u64, blocks: u64) -> u64 {
     (u64::from(words[0]) | u64::from(words[1]) << 32) % (blocks / 2)
 }
 
-/// RMS24's offset `r[j][a]` of hint `j` in block `a`, below `w`.
-pub fn rms24_offset(select_key: &Key, hint: u64, block: u64, block_size: u64) -> u64 {
+/// RMS24's offset `r[j][a]` of hint `j` in block `a`, below `w`. Errors if `w` is 0 or `a`
+/// is not below [`MAX_BLOCKS`].
+pub fn rms24_offset(
+    select_key: &Key,
+    hint: u64,
+    block: u64,
+    block_size: u64,
+) -> Result<u64, Error> {
+    check_block(block)?;
+    if block_size == 0 {
+        return Err(Error::Parameter("the block size must be at least 1".into()));
+    }
+    Ok(rms24_offset_unchecked(select_key, hint, block, block_size))
+}
+
+/// [`rms24_offset`] for `a` below [`MAX_BLOCKS`] and `w` at least 1.
+pub(crate) fn rms24_offset_unchecked(
+    select_key: &Key,
+    hint: u64,
+    block: u64,
+    block_size: u64,
+) -> u64 {
     let words = prp::block::<R8>(
         select_key,
         (block / OFFSETS_PER_BLOCK) as u32,
@@ -62,7 +106,7 @@ pub fn rms24_offset(select_key: &Key, hint: u64, block: u64, block_size: u64) ->
 /// # fn main() -> Result<(), pir_hints::Error> {
 /// let params = Params::new(Scheme::Rms24, 10_000, 8)?;
 /// let key = MasterKey::new(&[3; 32]);
-/// let subset = Subset::new(&key.select_key(Scheme::Rms24), 5, params.blocks());
+/// let subset = Subset::new(&key.select_key(Scheme::Rms24), 5, params.blocks())?;
 /// if subset.is_valid() {
 ///     let members = (0..params.blocks()).filter(|&a| subset.contains(a)).count() as u64;
 ///     assert_eq!(members, params.blocks() / 2);
@@ -87,9 +131,21 @@ pub(crate) struct Summary {
 }
 
 impl Subset {
-    /// The subset of hint `hint` among `blocks` blocks (`c`, even and at least 2) under the
-    /// select key (from [`crate::MasterKey::select_key`]).
-    pub fn new(select_key: &Key, hint: u64, blocks: u64) -> Self {
+    /// The subset of hint `hint` among `blocks` blocks under the select key (from
+    /// [`crate::MasterKey::select_key`]). Errors unless `blocks` (`c`) is even, at least 2
+    /// and at most [`MAX_BLOCKS`].
+    pub fn new(select_key: &Key, hint: u64, blocks: u64) -> Result<Self, Error> {
+        if blocks < 2 || blocks % 2 != 0 || blocks > MAX_BLOCKS {
+            return Err(Error::Parameter(format!(
+                "{blocks} blocks: a subset needs an even number from 2 to {MAX_BLOCKS}"
+            )));
+        }
+        Ok(Self::of_checked(select_key, hint, blocks))
+    }
+
+    /// [`Subset::new`] for `blocks` known to be even and within `2 ..= MAX_BLOCKS` (those of
+    /// checked [`crate::Params`]).
+    pub(crate) fn of_checked(select_key: &Key, hint: u64, blocks: u64) -> Self {
         let values = select_values(select_key, hint, blocks);
         let half = (blocks / 2) as usize;
         let mut sorted = values.clone();

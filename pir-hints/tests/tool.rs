@@ -435,28 +435,61 @@ fn verify_catches_wrong_keys_databases_and_damage() {
     db("3000", "25", "db4.bin");
     fails(d, &verify("h.hints", "db4.bin", "key"), "does not fit");
 
-    // The last byte of the file is in the second parity of the last backup hint, always
-    // among those checked.
-    let mut bytes = std::fs::read(d.join("h.hints")).unwrap();
-    *bytes.last_mut().unwrap() ^= 1;
-    std::fs::write(d.join("h.hints"), &bytes).unwrap();
-    let said = fails(
-        d,
-        &verify("h.hints", "db.bin", "key"),
-        "1 of 20 sampled hints do not match",
-    );
-    assert!(
-        said.contains("hint 12799 (backup): wrong second parity"),
-        "{said}"
-    );
+    // A flipped bit anywhere (here in the last backup hint's second parity, or in the middle
+    // of the parities) is caught by the file's digest before any hint is compared.
+    let good = std::fs::read(d.join("h.hints")).unwrap();
+    for at in [good.len() - 1, good.len() / 2] {
+        let mut bytes = good.clone();
+        bytes[at] ^= 1;
+        std::fs::write(d.join("h.hints"), &bytes).unwrap();
+        let damaged = "h.hints: damaged: its SHA-256 digest does not match";
+        fails(d, &verify("h.hints", "db.bin", "key"), damaged);
+        fails(d, &["info", "h.hints"], damaged);
+    }
     // A truncated file is refused when read.
-    std::fs::write(d.join("h.hints"), &bytes[..bytes.len() - 1]).unwrap();
+    std::fs::write(d.join("h.hints"), &good[..good.len() - 1]).unwrap();
     fails(
         d,
         &verify("h.hints", "db.bin", "key"),
         "truncated or damaged",
     );
     fails(d, &["info", "h.hints"], "truncated or damaged");
+}
+
+#[test]
+fn combine_refuses_damaged_and_truncated_shards() {
+    let dir = setup(3000);
+    let d = dir.path();
+    for (out, blocks) in [("a.hints", "0..30"), ("b.hints", "30..60")] {
+        generate(d, &["--block-size", "50", "--out", out, "--blocks", blocks]);
+    }
+    ok(d, &["combine", "--out", "good.hints", "a.hints", "b.hints"]);
+    let good = std::fs::read(d.join("b.hints")).unwrap();
+    let mut flipped = good.clone();
+    flipped[good.len() / 3] ^= 0x10;
+    let truncated = &good[..good.len() - 5];
+    for (bytes, expected) in [
+        (
+            &flipped[..],
+            "b.hints: damaged: its SHA-256 digest does not match",
+        ),
+        (truncated, "b.hints: "),
+    ] {
+        std::fs::write(d.join("b.hints"), bytes).unwrap();
+        let said = fails(
+            d,
+            &["combine", "--out", "out.hints", "a.hints", "b.hints"],
+            expected,
+        );
+        assert!(said.is_empty(), "{said}");
+        assert!(!d.join("out.hints").exists());
+    }
+    fails(
+        d,
+        &["combine", "--out", "out.hints", "b.hints", "a.hints"],
+        "truncated or damaged",
+    );
+    assert!(!d.join("out.hints").exists());
 }
 
 #[test]
@@ -508,4 +541,108 @@ fn cuda_gives_the_cpu_bytes() {
         generate(d, &[&scheme[..], shape, &shard].concat());
         ok(d, &verify("s.hints", "db.bin", "key"));
     }
+}
+
+/// How many files named `shard-*` `dir` holds.
+fn shard_files(dir: &Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |entries| {
+        entries
+            .filter(|e| {
+                let name = e.as_ref().unwrap().file_name();
+                name.to_string_lossy().starts_with("shard-")
+            })
+            .count()
+    })
+}
+
+/// Waits until `dir` holds at least `count` shard files, while `child` runs.
+fn wait_for_shards(dir: &Path, count: usize, child: &mut std::process::Child) {
+    let start = std::time::Instant::now();
+    while shard_files(dir) < count {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before {count} shards were written"
+        );
+        assert!(start.elapsed().as_secs() < 120, "no shard after 120 s");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn an_interrupted_sharded_run_resumes_to_the_same_file() {
+    let dir = setup(60_000);
+    let d = dir.path();
+    let shape = ["--main-hints", "20000", "--backup-hints", "20000"];
+    generate(d, &[&shape[..], &["--out", "whole.hints"]].concat());
+    let sharded = generate_args(
+        &[
+            &shape[..],
+            &["--shards", "8", "--work-dir", "work", "--out", "h.hints"],
+        ]
+        .concat(),
+    );
+    let start = || {
+        Command::new(tool())
+            .current_dir(d)
+            .args(&sharded)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // SIGKILL once the first shard is written, then SIGINT once one more is.
+    let work = d.join("work");
+    let mut child = start();
+    wait_for_shards(&work, 1, &mut child);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let first = shard_files(&work);
+    let mut child = start();
+    wait_for_shards(&work, first + 1, &mut child);
+    let interrupt = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupt.success());
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "the run was not interrupted");
+    let second = shard_files(&work);
+    assert!(second < 8 && !d.join("h.hints").exists());
+
+    let out = run(d, &sharded);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let kept = stderr.matches("finished earlier, kept").count();
+    let made = stderr.matches("): started").count();
+    assert_eq!((kept, made), (second, 8 - second), "{stderr}");
+    let whole = std::fs::read(d.join("whole.hints")).unwrap();
+    assert_eq!(whole, std::fs::read(d.join("h.hints")).unwrap());
+    let left: Vec<_> = std::fs::read_dir(d.join("work"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.starts_with("shard-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+
+    // Run again: every shard is kept, and the file is the same.
+    let out = run(d, &sharded);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("finished earlier, kept").count(),
+        8,
+        "{stderr}"
+    );
+    assert_eq!(whole, std::fs::read(d.join("h.hints")).unwrap());
+
+    // The shards of another run's work directory are refused; bad shard counts too.
+    fails(
+        d,
+        &generate_args(&["--shards", "8", "--work-dir", "work", "--out", "o.hints"]),
+        "is a shard of another run",
+    );
+    fails(
+        d,
+        &generate_args(&["--shards", "0", "--work-dir", "w0"]),
+        "give from 1 to",
+    );
+    fails_with(d, 2, &generate_args(&["--shards", "4"]), "--work-dir");
 }
