@@ -1,6 +1,9 @@
-//! Bit-exact cross-checks against tfhe-rs 1.8 (`tfhe`, a dev-dependency only): the
-//! decomposition, both modulus switches, the key-switching key's layout and the key switch,
-//! on keys and ciphertexts that tfhe-rs makes, and the built-in parameter set's numbers.
+//! Cross-checks against tfhe-rs 1.8 (`tfhe`, a dev-dependency only). Bit for bit: the
+//! decomposition, both modulus switches, the multi-bit monomial degrees, lookup tables, sample
+//! extraction, the key-switching key's layout and the key switch, on keys and ciphertexts that
+//! tfhe-rs makes, and the built-in parameter sets' numbers. Across: classic and multi-bit keys
+//! and ciphertexts bootstrapped by either library and decrypted by the other. Noise: the
+//! modulus switch and the bootstrap output against tfhe-rs's formulas.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -664,5 +667,78 @@ fn bootstrap_output_noise_matches_tfhe_rs_formulas() {
             (0.6..1.4).contains(&theirs_ratio),
             "tfhe-rs: ratio {theirs_ratio}"
         );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    /// Lookup tables bit for bit with tfhe-rs's `generate_programmable_bootstrap_glwe_lut`
+    /// (the body; tfhe-rs's masks are zero), for random tables, every `N` and several `p`.
+    #[test]
+    fn lookup_tables_match_tfhe_rs(
+        log_n in 9u32..=13,
+        log_p in 1u32..=6,
+        seed in any::<u64>(),
+    ) {
+        let n = 1usize << log_n;
+        let p = 1u64 << log_p;
+        let params = fhe_pbs::Parameters::new(fhe_pbs::ParameterSpec {
+            polynomial_size: PolynomialSize(n),
+            plaintext_modulus: p,
+            ..*PARAM_TEST_INSECURE.spec()
+        })
+        .unwrap();
+        let table: Vec<u64> = (0..p)
+            .map(|m| (m.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ seed).rotate_left(17) % p)
+            .collect();
+        let ours = fhe_pbs::LookupTable::from_values(&params, &table).unwrap();
+        let theirs = tfhe_core::generate_programmable_bootstrap_glwe_lut(
+            tfhe_core::PolynomialSize(n),
+            tfhe_core::GlweSize(2),
+            p as usize,
+            CiphertextModulus::new_native(),
+            params.delta(),
+            |m: u64| table[m as usize],
+        );
+        prop_assert!(theirs.get_mask().as_ref().iter().all(|&w| w == 0));
+        let body = theirs.get_body();
+        prop_assert_eq!(ours.polynomial(), body.as_ref());
+    }
+
+    /// Sample extraction (coefficient 0) bit for bit with tfhe-rs's
+    /// `extract_lwe_sample_from_glwe_ciphertext`, for random GLWE ciphertexts, k = 1 to 3.
+    #[test]
+    fn sample_extraction_matches_tfhe_rs(
+        k in 1usize..=3,
+        log_n in 9u32..=11,
+        seed in any::<[u8; 32]>(),
+    ) {
+        let n = 1usize << log_n;
+        let mut rng = fhe_pbs::Csprng::from_seed(seed);
+        let mut words = vec![0u64; (k + 1) * n];
+        rng.fill_uniform(&mut words);
+        let glwe = fhe_pbs::GlweCiphertext::from_vec(
+            words.clone(),
+            fhe_pbs::GlweDimension(k),
+            PolynomialSize(n),
+        )
+        .unwrap();
+        let ours = fhe_pbs::glwe::sample_extract(&glwe);
+        let theirs_glwe = tfhe_core::GlweCiphertext::from_container(
+            words,
+            tfhe_core::PolynomialSize(n),
+            CiphertextModulus::new_native(),
+        );
+        let mut theirs = tfhe_core::LweCiphertext::new(
+            0u64,
+            tfhe_core::LweSize(k * n + 1),
+            CiphertextModulus::new_native(),
+        );
+        tfhe_core::extract_lwe_sample_from_glwe_ciphertext(
+            &theirs_glwe,
+            &mut theirs,
+            tfhe_core::MonomialDegree(0),
+        );
+        prop_assert_eq!(ours.as_slice(), theirs.as_ref());
     }
 }
