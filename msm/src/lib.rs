@@ -75,24 +75,31 @@
 mod cpu;
 #[cfg(feature = "cuda")]
 mod cuda;
+mod curve;
 mod error;
 #[cfg(feature = "cuda")]
 pub mod source;
 
 pub use ark_bls12_381::{Fr, G1Affine, G1Projective};
+use ark_ec::short_weierstrass::{Affine, Projective};
 pub use cpu::{Cpu, MAX_WINDOW_BITS};
 #[cfg(feature = "cuda")]
 pub use cuda::{
     Backend, ContextOptions, Cuda, DeviceScalars, MAX_GPU_WINDOW_BITS, MsmContext,
     default_gpu_window_bits,
 };
+pub use curve::MsmCurve;
 pub use error::Error;
 
-/// Computes multi-scalar multiplications: the operation every backend provides.
+/// Computes multi-scalar multiplications over the curve group `C`: the operation every
+/// backend provides.
+///
+/// [`Cpu`] implements it for every [`MsmCurve`]; [`Cuda`] for BLS12-381 G1. `C` defaults to
+/// BLS12-381 G1, and a call infers it from the bases' type.
 ///
 /// Results are group elements in projective form; compare them with `==` (which compares
 /// the points, not their coordinates) or normalize with `CurveGroup::into_affine`.
-pub trait MsmBackend {
+pub trait MsmBackend<C: MsmCurve = ark_bls12_381::g1::Config> {
     /// A human-readable name ("cpu (16 threads)", "cuda: NVIDIA H100 ...").
     fn name(&self) -> String;
 
@@ -102,7 +109,7 @@ pub trait MsmBackend {
     ///
     /// [`Error::LengthMismatch`] when the slices differ in length, [`Error::Empty`] when they
     /// are empty, [`Error::OutOfMemory`] when scratch memory cannot be had.
-    fn msm(&self, bases: &[G1Affine], scalars: &[Fr]) -> Result<G1Projective, Error>;
+    fn msm(&self, bases: &[Affine<C>], scalars: &[C::ScalarField]) -> Result<Projective<C>, Error>;
 
     /// One MSM per scalar set, all over the same `bases`: `out[j] = sum_i sets[j][i] * bases[i]`.
     ///
@@ -115,9 +122,9 @@ pub trait MsmBackend {
     /// as [`MsmBackend::msm`]. An empty batch gives an empty result.
     fn msm_batch(
         &self,
-        bases: &[G1Affine],
-        scalar_sets: &[&[Fr]],
-    ) -> Result<Vec<G1Projective>, Error> {
+        bases: &[Affine<C>],
+        scalar_sets: &[&[C::ScalarField]],
+    ) -> Result<Vec<Projective<C>>, Error> {
         check_batch(bases.len(), scalar_sets)?;
         scalar_sets
             .iter()
@@ -138,7 +145,7 @@ pub(crate) fn check_lengths(bases: usize, scalars: usize) -> Result<(), Error> {
 }
 
 /// Checks every set of a batch against the bases.
-pub(crate) fn check_batch(bases: usize, scalar_sets: &[&[Fr]]) -> Result<(), Error> {
+pub(crate) fn check_batch<S>(bases: usize, scalar_sets: &[&[S]]) -> Result<(), Error> {
     for (set, scalars) in scalar_sets.iter().enumerate() {
         if scalars.len() != bases {
             return Err(Error::BatchLengthMismatch {
