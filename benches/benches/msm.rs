@@ -1,9 +1,13 @@
-//! Criterion bench `msm`: BLS12-381 G1 multi-scalar multiplication, ours on the CPU beside
-//! arkworks 0.5's parallel `VariableBaseMSM::msm` on the same inputs, and ours on the GPU.
+//! Criterion bench `msm`: multi-scalar multiplication, ours on the CPU beside arkworks 0.5's
+//! parallel `VariableBaseMSM::msm` on the same inputs in every group ours takes, and ours on
+//! the GPU (BLS12-381 G1).
 //!
-//! Ids are `msm/<backend>/2^k`, throughput in points:
-//! - k = 10, 12, ..., 18: `cpu` is `msm::Cpu`, `arkworks` is `G1Projective::msm` (ark-ec with
-//!   its `parallel` feature);
+//! Ids are `<group>/<backend>/2^k`, throughput in points:
+//! - group `msm` (BLS12-381 G1), k = 10, 12, ..., 18: `cpu` is `msm::Cpu`, `arkworks` is
+//!   `G1Projective::msm` (ark-ec with its `parallel` feature);
+//! - groups `msm-bls12-381-g2`, `msm-bn254-g1` and `msm-bn254-g2`, k = 10, 12, ..., 16 (G2:
+//!   up to 14): the same two backends in that group, on bases that are random multiples of
+//!   the generator and uniform scalars;
 //! - k = 10, 12, ..., 24, bases resident on the GPU in an `MsmContext` with shifted bases
 //!   (made once per size, outside the timing): `cuda` uploads the scalars and reads the sum
 //!   back, `cuda-resident` starts from scalars already on the GPU; `cuda-unshifted` is the
@@ -14,10 +18,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use ark_bls12_381::G1Projective;
-use ark_ec::VariableBaseMSM;
+use ark_ec::short_weierstrass::{Affine, Projective};
+use ark_ec::{PrimeGroup, ScalarMul, VariableBaseMSM};
+use ark_ff::UniformRand;
+use ark_std::rand::{SeedableRng, rngs::StdRng};
 use benches::msm::inputs;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use msm::{Cpu, MsmBackend};
+use msm::{Cpu, MsmBackend, MsmCurve};
 
 /// log2 of the sizes benchmarked.
 const LOG_SIZES: [u32; 5] = [10, 12, 14, 16, 18];
@@ -45,6 +52,45 @@ fn cpu(c: &mut Criterion) {
         });
     }
     group.finish();
+}
+
+/// Ours and arkworks in group `C`, under the criterion group `name`, at `2^log` points.
+fn cpu_in<C: MsmCurve>(c: &mut Criterion, name: &str, log_sizes: &[u32]) {
+    let n = 1usize << log_sizes.iter().max().unwrap();
+    let mut rng = StdRng::seed_from_u64(0x6d73_6d32);
+    let exponents: Vec<C::ScalarField> = (0..n).map(|_| C::ScalarField::rand(&mut rng)).collect();
+    let bases: Vec<Affine<C>> = Projective::<C>::generator().batch_mul(&exponents);
+    let scalars: Vec<C::ScalarField> = (0..n).map(|_| C::ScalarField::rand(&mut rng)).collect();
+    let ours = Cpu::new();
+
+    let mut group = c.benchmark_group(name);
+    group.sample_size(10);
+    for &log in log_sizes {
+        let n = 1usize << log;
+        let (bases, scalars) = (&bases[..n], &scalars[..n]);
+        assert_eq!(
+            ours.msm(bases, scalars).unwrap(),
+            Projective::<C>::msm(bases, scalars).unwrap(),
+            "{}",
+            C::NAME
+        );
+        group.throughput(Throughput::Elements(n as u64));
+        let size = format!("2^{log}");
+        group.bench_function(BenchmarkId::new("cpu", &size), |b| {
+            b.iter(|| ours.msm(bases, scalars).unwrap())
+        });
+        group.bench_function(BenchmarkId::new("arkworks", &size), |b| {
+            b.iter(|| Projective::<C>::msm(bases, scalars).unwrap())
+        });
+    }
+    group.finish();
+}
+
+/// The groups other than BLS12-381 G1 on the CPU.
+fn cpu_other_groups(c: &mut Criterion) {
+    cpu_in::<ark_bls12_381::g2::Config>(c, "msm-bls12-381-g2", &[10, 12, 14]);
+    cpu_in::<ark_bn254::g1::Config>(c, "msm-bn254-g1", &[10, 12, 14, 16]);
+    cpu_in::<ark_bn254::g2::Config>(c, "msm-bn254-g2", &[10, 12, 14]);
 }
 
 #[cfg(feature = "cuda")]
@@ -101,5 +147,5 @@ fn cuda(c: &mut Criterion) {
 #[cfg(not(feature = "cuda"))]
 fn cuda(_: &mut Criterion) {}
 
-criterion_group!(benches, cpu, cuda);
+criterion_group!(benches, cpu, cpu_other_groups, cuda);
 criterion_main!(benches);

@@ -1,18 +1,22 @@
-//! Multi-scalar multiplication (MSM) on BLS12-381 G1: `sum_i s_i * P_i` over arkworks 0.5
-//! `ark_bls12_381::G1Affine` bases and `Fr` scalars.
+//! Multi-scalar multiplication (MSM): `sum_i s_i * P_i` over arkworks 0.5 affine bases and
+//! scalar-field scalars of `ark_bls12_381::{G1Affine, G2Affine}` and
+//! `ark_bn254::{G1Affine, G2Affine}` (the groups that implement [`MsmCurve`]).
 //!
-//! It follows section "msm: BLS12-381 G1" of the workspace's `SPEC.md`: the result is equal,
+//! It follows section "msm: BLS12-381 and BN254, G1 and G2" of the workspace's `SPEC.md`: the
+//! result is equal,
 //! as a group element, to arkworks' `VariableBaseMSM::msm` for every input, including zero
 //! scalars, the point at infinity, repeated points, `P` and `-P` together, and lengths that
 //! are not a multiple of any block size. Mismatched lengths and empty inputs are errors.
 //!
-//! Every MSM goes through the [`MsmBackend`] trait. [`Cpu`] implements it with our own
+//! Every MSM goes through the [`MsmBackend`] trait, generic over the group `C` (inferred from
+//! the bases' type). [`Cpu`] implements it in every group with our own
 //! Pippenger bucket method: signed-digit windows, buckets accumulated by batch-affine
 //! additions (one field inversion shared by thousands of independent additions), bucket
 //! reduction by running sums, all cores busy through rayon. [`Cpu`] documents the algorithm
 //! and its window table.
 //!
-//! [`Cuda`] (feature `cuda`, on by default) runs the whole algorithm on the GPU: recoding the
+//! [`Cuda`] (feature `cuda`, on by default; BLS12-381 G1 only so far) runs the whole
+//! algorithm on the GPU: recoding the
 //! scalars into signed digits, a counting sort of the digits by bucket, bucket accumulation
 //! with XYZZ + affine additions in a load-balanced segmented reduction, bucket reduction by
 //! running sums, and the window combination. [`MsmContext`] ([`Cuda::context`]) keeps the
@@ -25,8 +29,9 @@
 //!
 //! # Dependencies
 //!
-//! arkworks 0.5 without default features, plus `std`: `ark-bls12-381` (`curve`), `ark-ec` and
-//! `ark-ff`. The field arithmetic is arkworks' own `Fq`, shared with arkworks' MSM, so the
+//! arkworks 0.5 without default features, plus `std`: `ark-bls12-381` and `ark-bn254`
+//! (`curve`), `ark-ec` and `ark-ff`. The field arithmetic is arkworks' own `Fq` and `Fq2`,
+//! shared with arkworks' MSM, so the
 //! comparison in the benchmark is between the two algorithms; arkworks' `asm` feature (used
 //! only when built with `-C target-feature=+bmi2,+adx`) would speed up both alike. The tests
 //! and benchmarks compare against `ark-ec` with its `parallel` feature.
@@ -61,12 +66,14 @@
 //! # Cross-checking
 //!
 //! `tests/cpu.rs` compares [`Cpu`] with `ark_ec::VariableBaseMSM::msm` (arkworks' parallel
-//! build) on random inputs of many sizes, with proptest, and on every edge case above, and
-//! checks a known answer computed with plain scalar multiplication. `tests/gpu.rs` (ignored
+//! build) in each of the four groups on random inputs of many sizes, with proptest, and on
+//! every edge case above, and checks a known answer computed with plain scalar
+//! multiplication. `tests/gpu.rs` (ignored
 //! without a GPU: `cargo test --release -p gpu-crypto-msm --test gpu -- --include-ignored`)
 //! compares [`Cuda`] with arkworks on random inputs up to 2^20 points, every edge case, every
 //! window width with and without shifted bases, chunked runs and batches. The criterion group
-//! `msm` (`benches/benches/msm.rs`) times ours beside arkworks on the CPU, and the GPU from
+//! `msm` (`benches/benches/msm.rs`) times ours beside arkworks on the CPU (the other groups
+//! under `msm-bls12-381-g2`, `msm-bn254-g1` and `msm-bn254-g2`), and the GPU from
 //! 2^10 to 2^24 points with and without the scalar upload; `examples/gpu_msm.rs` times one
 //! size.
 
