@@ -17,7 +17,6 @@
 //! made once for the largest size and shared by prefixes; scalars are uniform in `Fr`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use ark_bls12_381::G1Projective;
 use ark_ec::short_weierstrass::{Affine, Projective};
 use ark_ec::{PrimeGroup, ScalarMul, VariableBaseMSM};
 use ark_ff::UniformRand;
@@ -31,38 +30,35 @@ const LOG_SIZES: [u32; 5] = [10, 12, 14, 16, 18];
 
 fn cpu(c: &mut Criterion) {
     let (bases, scalars) = inputs(1 << LOG_SIZES[LOG_SIZES.len() - 1]);
-    let ours = Cpu::new();
-
-    let mut group = c.benchmark_group("msm");
-    group.sample_size(10);
-    for log in LOG_SIZES {
-        let n = 1usize << log;
-        let (bases, scalars) = (&bases[..n], &scalars[..n]);
-        assert_eq!(
-            ours.msm(bases, scalars).unwrap(),
-            G1Projective::msm(bases, scalars).unwrap()
-        );
-        group.throughput(Throughput::Elements(n as u64));
-        let size = format!("2^{log}");
-        group.bench_function(BenchmarkId::new("cpu", &size), |b| {
-            b.iter(|| ours.msm(bases, scalars).unwrap())
-        });
-        group.bench_function(BenchmarkId::new("arkworks", &size), |b| {
-            b.iter(|| G1Projective::msm(bases, scalars).unwrap())
-        });
-    }
-    group.finish();
+    cpu_in(c, "msm", &bases, &scalars, &LOG_SIZES);
 }
 
-/// Ours and arkworks in group `C`, under the criterion group `name`, at `2^log` points.
-fn cpu_in<C: MsmCurve>(c: &mut Criterion, name: &str, log_sizes: &[u32]) {
-    let n = 1usize << log_sizes.iter().max().unwrap();
-    let mut rng = StdRng::seed_from_u64(0x6d73_6d32);
-    let exponents: Vec<C::ScalarField> = (0..n).map(|_| C::ScalarField::rand(&mut rng)).collect();
-    let bases: Vec<Affine<C>> = Projective::<C>::generator().batch_mul(&exponents);
-    let scalars: Vec<C::ScalarField> = (0..n).map(|_| C::ScalarField::rand(&mut rng)).collect();
-    let ours = Cpu::new();
+/// The groups other than BLS12-381 G1, on bases that are random multiples of the generator.
+fn cpu_other_groups(c: &mut Criterion) {
+    /// The group's criterion group at `2^log` points.
+    fn bench<C: MsmCurve>(c: &mut Criterion, name: &str, log_sizes: &[u32]) {
+        let n = 1usize << log_sizes.iter().max().unwrap();
+        let mut rng = StdRng::seed_from_u64(0x6d73_6d32);
+        let mut random =
+            || -> Vec<C::ScalarField> { (0..n).map(|_| C::ScalarField::rand(&mut rng)).collect() };
+        let bases: Vec<Affine<C>> = Projective::<C>::generator().batch_mul(&random());
+        cpu_in(c, name, &bases, &random(), log_sizes);
+    }
+    bench::<ark_bls12_381::g2::Config>(c, "msm-bls12-381-g2", &[10, 12, 14]);
+    bench::<ark_bn254::g1::Config>(c, "msm-bn254-g1", &[10, 12, 14, 16]);
+    bench::<ark_bn254::g2::Config>(c, "msm-bn254-g2", &[10, 12, 14]);
+}
 
+/// Ours and arkworks in group `C`, under the criterion group `name`, on the first `2^log` of
+/// `bases` and `scalars` for each `log`.
+fn cpu_in<C: MsmCurve>(
+    c: &mut Criterion,
+    name: &str,
+    bases: &[Affine<C>],
+    scalars: &[C::ScalarField],
+    log_sizes: &[u32],
+) {
+    let ours = Cpu::new();
     let mut group = c.benchmark_group(name);
     group.sample_size(10);
     for &log in log_sizes {
@@ -84,13 +80,6 @@ fn cpu_in<C: MsmCurve>(c: &mut Criterion, name: &str, log_sizes: &[u32]) {
         });
     }
     group.finish();
-}
-
-/// The groups other than BLS12-381 G1 on the CPU.
-fn cpu_other_groups(c: &mut Criterion) {
-    cpu_in::<ark_bls12_381::g2::Config>(c, "msm-bls12-381-g2", &[10, 12, 14]);
-    cpu_in::<ark_bn254::g1::Config>(c, "msm-bn254-g1", &[10, 12, 14, 16]);
-    cpu_in::<ark_bn254::g2::Config>(c, "msm-bn254-g2", &[10, 12, 14]);
 }
 
 #[cfg(feature = "cuda")]

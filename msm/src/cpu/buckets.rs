@@ -163,10 +163,14 @@ fn add_with_inverse<C: MsmCurve>(
     let lambda = match classify(a, b) {
         Sum::Chord => (b.y - a.y) * inverse,
         Sum::Tangent => {
-            // lambda = (3 x^2 + a) / 2y; a = 0 on the curves of this crate, where `mul_by_a`
-            // is zero.
+            // lambda = (3 x^2 + a) / 2y (a = 0 on the curves of this crate).
             let xx = a.x.square();
-            (xx.double() + xx + C::mul_by_a(C::BaseField::ONE)) * inverse
+            let numerator = xx.double() + xx;
+            if C::COEFF_A.is_zero() {
+                numerator * inverse
+            } else {
+                (numerator + C::COEFF_A) * inverse
+            }
         }
         Sum::Trivial if a.infinity => return *b,
         Sum::Trivial if b.infinity => return *a,
