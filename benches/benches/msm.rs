@@ -1,9 +1,13 @@
-//! Criterion bench `msm`: BLS12-381 G1 multi-scalar multiplication, ours on the CPU beside
-//! arkworks 0.5's parallel `VariableBaseMSM::msm` on the same inputs, and ours on the GPU.
+//! Criterion bench `msm`: multi-scalar multiplication, ours on the CPU beside arkworks 0.5's
+//! parallel `VariableBaseMSM::msm` on the same inputs in every group ours takes, and ours on
+//! the GPU (BLS12-381 G1).
 //!
-//! Ids are `msm/<backend>/2^k`, throughput in points:
-//! - k = 10, 12, ..., 18: `cpu` is `msm::Cpu`, `arkworks` is `G1Projective::msm` (ark-ec with
-//!   its `parallel` feature);
+//! Ids are `<group>/<backend>/2^k`, throughput in points:
+//! - group `msm` (BLS12-381 G1), k = 10, 12, ..., 18: `cpu` is `msm::Cpu`, `arkworks` is
+//!   `G1Projective::msm` (ark-ec with its `parallel` feature);
+//! - groups `msm-bls12-381-g2`, `msm-bn254-g1` and `msm-bn254-g2`, k = 10, 12, ..., 16 (G2:
+//!   up to 14): the same two backends in that group, on bases that are random multiples of
+//!   the generator and uniform scalars;
 //! - k = 10, 12, ..., 24, bases resident on the GPU in an `MsmContext` with shifted bases
 //!   (made once per size, outside the timing): `cuda` uploads the scalars and reads the sum
 //!   back, `cuda-resident` starts from scalars already on the GPU; `cuda-unshifted` is the
@@ -13,27 +17,58 @@
 //! made once for the largest size and shared by prefixes; scalars are uniform in `Fr`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use ark_bls12_381::G1Projective;
-use ark_ec::VariableBaseMSM;
+use ark_ec::short_weierstrass::{Affine, Projective};
+use ark_ec::{PrimeGroup, ScalarMul, VariableBaseMSM};
+use ark_ff::UniformRand;
+use ark_std::rand::{SeedableRng, rngs::StdRng};
 use benches::msm::inputs;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use msm::{Cpu, MsmBackend};
+use msm::{Cpu, MsmBackend, MsmCurve};
 
 /// log2 of the sizes benchmarked.
 const LOG_SIZES: [u32; 5] = [10, 12, 14, 16, 18];
 
 fn cpu(c: &mut Criterion) {
     let (bases, scalars) = inputs(1 << LOG_SIZES[LOG_SIZES.len() - 1]);
-    let ours = Cpu::new();
+    cpu_in(c, "msm", &bases, &scalars, &LOG_SIZES);
+}
 
-    let mut group = c.benchmark_group("msm");
+/// The groups other than BLS12-381 G1, on bases that are random multiples of the generator.
+fn cpu_other_groups(c: &mut Criterion) {
+    /// The group's criterion group at `2^log` points.
+    fn bench<C: MsmCurve>(c: &mut Criterion, name: &str, log_sizes: &[u32]) {
+        let n = 1usize << log_sizes.iter().max().unwrap();
+        let mut rng = StdRng::seed_from_u64(0x6d73_6d32);
+        let mut random =
+            || -> Vec<C::ScalarField> { (0..n).map(|_| C::ScalarField::rand(&mut rng)).collect() };
+        let bases: Vec<Affine<C>> = Projective::<C>::generator().batch_mul(&random());
+        cpu_in(c, name, &bases, &random(), log_sizes);
+    }
+    bench::<ark_bls12_381::g2::Config>(c, "msm-bls12-381-g2", &[10, 12, 14]);
+    bench::<ark_bn254::g1::Config>(c, "msm-bn254-g1", &[10, 12, 14, 16]);
+    bench::<ark_bn254::g2::Config>(c, "msm-bn254-g2", &[10, 12, 14]);
+}
+
+/// Ours and arkworks in group `C`, under the criterion group `name`, on the first `2^log` of
+/// `bases` and `scalars` for each `log`.
+fn cpu_in<C: MsmCurve>(
+    c: &mut Criterion,
+    name: &str,
+    bases: &[Affine<C>],
+    scalars: &[C::ScalarField],
+    log_sizes: &[u32],
+) {
+    let ours = Cpu::new();
+    let mut group = c.benchmark_group(name);
     group.sample_size(10);
-    for log in LOG_SIZES {
+    for &log in log_sizes {
         let n = 1usize << log;
         let (bases, scalars) = (&bases[..n], &scalars[..n]);
         assert_eq!(
             ours.msm(bases, scalars).unwrap(),
-            G1Projective::msm(bases, scalars).unwrap()
+            Projective::<C>::msm(bases, scalars).unwrap(),
+            "{}",
+            C::NAME
         );
         group.throughput(Throughput::Elements(n as u64));
         let size = format!("2^{log}");
@@ -41,7 +76,7 @@ fn cpu(c: &mut Criterion) {
             b.iter(|| ours.msm(bases, scalars).unwrap())
         });
         group.bench_function(BenchmarkId::new("arkworks", &size), |b| {
-            b.iter(|| G1Projective::msm(bases, scalars).unwrap())
+            b.iter(|| Projective::<C>::msm(bases, scalars).unwrap())
         });
     }
     group.finish();
@@ -101,5 +136,5 @@ fn cuda(c: &mut Criterion) {
 #[cfg(not(feature = "cuda"))]
 fn cuda(_: &mut Criterion) {}
 
-criterion_group!(benches, cpu, cuda);
+criterion_group!(benches, cpu, cpu_other_groups, cuda);
 criterion_main!(benches);

@@ -1,18 +1,22 @@
-//! Multi-scalar multiplication (MSM) on BLS12-381 G1: `sum_i s_i * P_i` over arkworks 0.5
-//! `ark_bls12_381::G1Affine` bases and `Fr` scalars.
+//! Multi-scalar multiplication (MSM): `sum_i s_i * P_i` over arkworks 0.5 affine bases and
+//! scalar-field scalars of `ark_bls12_381::{G1Affine, G2Affine}` and
+//! `ark_bn254::{G1Affine, G2Affine}` (the groups that implement [`MsmCurve`]).
 //!
-//! It follows section "msm: BLS12-381 G1" of the workspace's `SPEC.md`: the result is equal,
+//! It follows section "msm: BLS12-381 and BN254, G1 and G2" of the workspace's `SPEC.md`: the
+//! result is equal,
 //! as a group element, to arkworks' `VariableBaseMSM::msm` for every input, including zero
 //! scalars, the point at infinity, repeated points, `P` and `-P` together, and lengths that
 //! are not a multiple of any block size. Mismatched lengths and empty inputs are errors.
 //!
-//! Every MSM goes through the [`MsmBackend`] trait. [`Cpu`] implements it with our own
+//! Every MSM goes through the [`MsmBackend`] trait, generic over the group `C` (inferred from
+//! the bases' type). [`Cpu`] implements it in every group with our own
 //! Pippenger bucket method: signed-digit windows, buckets accumulated by batch-affine
 //! additions (one field inversion shared by thousands of independent additions), bucket
 //! reduction by running sums, all cores busy through rayon. [`Cpu`] documents the algorithm
 //! and its window table.
 //!
-//! [`Cuda`] (feature `cuda`, on by default) runs the whole algorithm on the GPU: recoding the
+//! [`Cuda`] (feature `cuda`, on by default; BLS12-381 G1 only so far) runs the whole
+//! algorithm on the GPU: recoding the
 //! scalars into signed digits, a counting sort of the digits by bucket, bucket accumulation
 //! with XYZZ + affine additions in a load-balanced segmented reduction, bucket reduction by
 //! running sums, and the window combination. [`MsmContext`] ([`Cuda::context`]) keeps the
@@ -25,8 +29,9 @@
 //!
 //! # Dependencies
 //!
-//! arkworks 0.5 without default features, plus `std`: `ark-bls12-381` (`curve`), `ark-ec` and
-//! `ark-ff`. The field arithmetic is arkworks' own `Fq`, shared with arkworks' MSM, so the
+//! arkworks 0.5 without default features, plus `std`: `ark-bls12-381` and `ark-bn254`
+//! (`curve`), `ark-ec` and `ark-ff`. The field arithmetic is arkworks' own `Fq` and `Fq2`,
+//! shared with arkworks' MSM, so the
 //! comparison in the benchmark is between the two algorithms; arkworks' `asm` feature (used
 //! only when built with `-C target-feature=+bmi2,+adx`) would speed up both alike. The tests
 //! and benchmarks compare against `ark-ec` with its `parallel` feature.
@@ -61,12 +66,14 @@
 //! # Cross-checking
 //!
 //! `tests/cpu.rs` compares [`Cpu`] with `ark_ec::VariableBaseMSM::msm` (arkworks' parallel
-//! build) on random inputs of many sizes, with proptest, and on every edge case above, and
-//! checks a known answer computed with plain scalar multiplication. `tests/gpu.rs` (ignored
+//! build) in each of the four groups on random inputs of many sizes, with proptest, and on
+//! every edge case above, and checks a known answer computed with plain scalar
+//! multiplication. `tests/gpu.rs` (ignored
 //! without a GPU: `cargo test --release -p gpu-crypto-msm --test gpu -- --include-ignored`)
 //! compares [`Cuda`] with arkworks on random inputs up to 2^20 points, every edge case, every
 //! window width with and without shifted bases, chunked runs and batches. The criterion group
-//! `msm` (`benches/benches/msm.rs`) times ours beside arkworks on the CPU, and the GPU from
+//! `msm` (`benches/benches/msm.rs`) times ours beside arkworks on the CPU (the other groups
+//! under `msm-bls12-381-g2`, `msm-bn254-g1` and `msm-bn254-g2`), and the GPU from
 //! 2^10 to 2^24 points with and without the scalar upload; `examples/gpu_msm.rs` times one
 //! size.
 
@@ -75,24 +82,31 @@
 mod cpu;
 #[cfg(feature = "cuda")]
 mod cuda;
+mod curve;
 mod error;
 #[cfg(feature = "cuda")]
 pub mod source;
 
 pub use ark_bls12_381::{Fr, G1Affine, G1Projective};
+use ark_ec::short_weierstrass::{Affine, Projective};
 pub use cpu::{Cpu, MAX_WINDOW_BITS};
 #[cfg(feature = "cuda")]
 pub use cuda::{
     Backend, ContextOptions, Cuda, DeviceScalars, MAX_GPU_WINDOW_BITS, MsmContext,
     default_gpu_window_bits,
 };
+pub use curve::MsmCurve;
 pub use error::Error;
 
-/// Computes multi-scalar multiplications: the operation every backend provides.
+/// Computes multi-scalar multiplications over the curve group `C`: the operation every
+/// backend provides.
+///
+/// [`Cpu`] implements it for every [`MsmCurve`]; [`Cuda`] for BLS12-381 G1. `C` defaults to
+/// BLS12-381 G1, and a call infers it from the bases' type.
 ///
 /// Results are group elements in projective form; compare them with `==` (which compares
 /// the points, not their coordinates) or normalize with `CurveGroup::into_affine`.
-pub trait MsmBackend {
+pub trait MsmBackend<C: MsmCurve = ark_bls12_381::g1::Config> {
     /// A human-readable name ("cpu (16 threads)", "cuda: NVIDIA H100 ...").
     fn name(&self) -> String;
 
@@ -102,7 +116,7 @@ pub trait MsmBackend {
     ///
     /// [`Error::LengthMismatch`] when the slices differ in length, [`Error::Empty`] when they
     /// are empty, [`Error::OutOfMemory`] when scratch memory cannot be had.
-    fn msm(&self, bases: &[G1Affine], scalars: &[Fr]) -> Result<G1Projective, Error>;
+    fn msm(&self, bases: &[Affine<C>], scalars: &[C::ScalarField]) -> Result<Projective<C>, Error>;
 
     /// One MSM per scalar set, all over the same `bases`: `out[j] = sum_i sets[j][i] * bases[i]`.
     ///
@@ -115,9 +129,9 @@ pub trait MsmBackend {
     /// as [`MsmBackend::msm`]. An empty batch gives an empty result.
     fn msm_batch(
         &self,
-        bases: &[G1Affine],
-        scalar_sets: &[&[Fr]],
-    ) -> Result<Vec<G1Projective>, Error> {
+        bases: &[Affine<C>],
+        scalar_sets: &[&[C::ScalarField]],
+    ) -> Result<Vec<Projective<C>>, Error> {
         check_batch(bases.len(), scalar_sets)?;
         scalar_sets
             .iter()
@@ -138,7 +152,7 @@ pub(crate) fn check_lengths(bases: usize, scalars: usize) -> Result<(), Error> {
 }
 
 /// Checks every set of a batch against the bases.
-pub(crate) fn check_batch(bases: usize, scalar_sets: &[&[Fr]]) -> Result<(), Error> {
+pub(crate) fn check_batch<S>(bases: usize, scalar_sets: &[&[S]]) -> Result<(), Error> {
     for (set, scalars) in scalar_sets.iter().enumerate() {
         if scalars.len() != bases {
             return Err(Error::BatchLengthMismatch {

@@ -15,6 +15,9 @@ use proptest::prelude::*;
 
 mod common;
 
+/// The group the CUDA backend runs in.
+type G1 = ark_bls12_381::g1::Config;
+
 fn cuda() -> Cuda {
     Cuda::new().expect("a usable CUDA GPU")
 }
@@ -33,9 +36,9 @@ fn random_inputs_of_many_sizes() {
     let sizes = [
         1usize, 2, 3, 31, 32, 33, 127, 128, 129, 1000, 1023, 1025, 4097, 16_411, 65_537, 262_147,
     ];
-    let all = random_bases(*sizes.iter().max().unwrap(), 1);
+    let all = random_bases::<G1>(*sizes.iter().max().unwrap(), 1);
     for (i, &n) in sizes.iter().enumerate() {
-        let (bases, scalars) = (&all[..n], random_scalars(n, 100 + i as u64));
+        let (bases, scalars) = (&all[..n], random_scalars::<G1>(n, 100 + i as u64));
         let expected = oracle(bases, &scalars);
         assert_eq!(gpu.msm(bases, &scalars).unwrap(), expected, "n = {n}");
         let context = gpu.context(bases, shifted()).unwrap();
@@ -48,10 +51,10 @@ fn random_inputs_of_many_sizes() {
 fn two_to_the_twenty() {
     let gpu = cuda();
     let n = 1 << 20;
-    let bases = random_bases(n, 2);
+    let bases = random_bases::<G1>(n, 2);
     let plain = gpu.context(&bases, ContextOptions::default()).unwrap();
     let shifted = gpu.context(&bases, shifted()).unwrap();
-    let random = random_scalars(n, 3);
+    let random = random_scalars::<G1>(n, 3);
     let expected = oracle(&bases, &random);
     assert_eq!(plain.msm(&random).unwrap(), expected);
     assert_eq!(shifted.msm(&random).unwrap(), expected);
@@ -113,8 +116,8 @@ fn every_window_width() {
 fn chunked_scratch_and_uploads() {
     let gpu = cuda();
     let n = 10_007;
-    let bases = random_bases(n, 4);
-    let scalars = random_scalars(n, 5);
+    let bases = random_bases::<G1>(n, 4);
+    let scalars = random_scalars::<G1>(n, 5);
     let expected = oracle(&bases, &scalars);
     for scratch_points in [1, 999, 5000, n] {
         for shifted_bases in [false, true] {
@@ -146,8 +149,8 @@ fn chunked_scratch_and_uploads() {
 fn batches_and_device_scalars() {
     let gpu = cuda();
     let n = 3001;
-    let bases = random_bases(n, 6);
-    let sets: Vec<Vec<Fr>> = (0..4).map(|i| random_scalars(n, 7 + i)).collect();
+    let bases = random_bases::<G1>(n, 6);
+    let sets: Vec<Vec<Fr>> = (0..4).map(|i| random_scalars::<G1>(n, 7 + i)).collect();
     let refs: Vec<&[Fr]> = sets.iter().map(Vec::as_slice).collect();
     let expected: Vec<_> = sets.iter().map(|s| oracle(&bases, s)).collect();
     assert_eq!(gpu.msm_batch(&bases, &refs).unwrap(), expected);
@@ -173,8 +176,8 @@ fn errors() {
     let gpu = cuda();
     assert!(gpu.name().starts_with("cuda: "));
     common::check_trait_errors(&gpu);
-    let bases = random_bases(5, 8);
-    let scalars = random_scalars(6, 9);
+    let bases = random_bases::<G1>(5, 8);
+    let scalars = random_scalars::<G1>(6, 9);
     assert!(matches!(
         gpu.context(&[], ContextOptions::default()),
         Err(Error::Empty)

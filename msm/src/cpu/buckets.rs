@@ -22,16 +22,18 @@
 use std::ops::Range;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use ark_bls12_381::{Fq, G1Affine, G1Projective};
 use ark_ec::AdditiveGroup;
+use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
 use ark_ff::{Field, Zero};
 
 use super::try_vec_with_capacity;
+use crate::curve::MsmCurve;
 use crate::error::Error;
 
 /// A round of batch-affine additions runs only when it has at least this many additions.
 /// Below, its one inversion (about 11 us, some 350 multiplications, on the machine of the
-/// window table) costs about what the mixed additions it saves would; 16 to 64 measure alike.
+/// window table) costs about what the mixed additions it saves would; 16 to 64 measure alike
+/// (BLS12-381 G1; in G2 the ratio of an inversion to an addition is smaller still).
 const MIN_PAIRS_PER_ROUND: usize = 32;
 
 /// Entries sorted by bucket key for a group of consecutive windows.
@@ -60,18 +62,18 @@ struct Segment {
 /// Adds up the entries `range` of `sorted` into buckets and reduces them: returns
 /// `(window, sum_m m * B_m)` for each window the range touches, `B_m` being the sum of the
 /// range's points in bucket `m` of that window.
-pub(crate) fn reduce_range(
-    bases: &[G1Affine],
+pub(crate) fn reduce_range<C: MsmCurve>(
+    bases: &[Affine<C>],
     sorted: &SortedDigits<'_>,
     range: Range<usize>,
-) -> Result<Vec<(usize, G1Projective)>, Error> {
+) -> Result<Vec<(usize, Projective<C>)>, Error> {
     let points = bases.len();
-    let mut scratch: Vec<G1Affine> = try_vec_with_capacity(range.len(), points)?;
+    let mut scratch: Vec<Affine<C>> = try_vec_with_capacity(range.len(), points)?;
     scratch.extend(sorted.entries[range.clone()].iter().map(|entry| {
         let entry = entry.load(Ordering::Relaxed);
         let base = bases[(entry >> 1) as usize];
         if entry & 1 == 1 {
-            G1Affine::new_unchecked(base.x, -base.y)
+            Affine::new_unchecked(base.x, -base.y)
         } else {
             base
         }
@@ -97,8 +99,8 @@ pub(crate) fn reduce_range(
         key += 1;
     }
 
-    let mut denominators: Vec<Fq> = try_vec_with_capacity(range.len() / 2, points)?;
-    let mut inverses: Vec<Fq> = try_vec_with_capacity(range.len() / 2, points)?;
+    let mut denominators: Vec<C::BaseField> = try_vec_with_capacity(range.len() / 2, points)?;
+    let mut inverses: Vec<C::BaseField> = try_vec_with_capacity(range.len() / 2, points)?;
     loop {
         let pairs: usize = segments.iter().map(|s| s.len / 2).sum();
         if pairs < MIN_PAIRS_PER_ROUND {
@@ -115,17 +117,6 @@ pub(crate) fn reduce_range(
     Ok(running_sums(&scratch, &segments, sorted))
 }
 
-/// Whether two field elements are equal: limb by limb without branches (the derived
-/// comparison calls `memcmp`, which shows in profiles of the inner loop).
-#[inline(always)]
-fn equal(a: &Fq, b: &Fq) -> bool {
-    a.0.0
-        .iter()
-        .zip(&b.0.0)
-        .fold(0, |diff, (x, y)| diff | (x ^ y))
-        == 0
-}
-
 /// How `a + b` is computed.
 #[derive(Debug, Clone, Copy)]
 enum Sum {
@@ -139,12 +130,13 @@ enum Sum {
 
 /// Which case `a + b` falls in.
 #[inline(always)]
-fn classify(a: &G1Affine, b: &G1Affine) -> Sum {
+fn classify<C: MsmCurve>(a: &Affine<C>, b: &Affine<C>) -> Sum {
+    let equal = C::coordinates_equal;
     if a.infinity || b.infinity {
         Sum::Trivial
     } else if !equal(&a.x, &b.x) {
         Sum::Chord
-    } else if equal(&a.y, &b.y) && !equal(&a.y, &Fq::ZERO) {
+    } else if equal(&a.y, &b.y) && !equal(&a.y, &C::BaseField::ZERO) {
         Sum::Tangent
     } else {
         Sum::Trivial
@@ -153,47 +145,56 @@ fn classify(a: &G1Affine, b: &G1Affine) -> Sum {
 
 /// The denominator of the slope of `a + b` (1 when there is no slope).
 #[inline(always)]
-fn slope_denominator(a: &G1Affine, b: &G1Affine) -> Fq {
+fn slope_denominator<C: MsmCurve>(a: &Affine<C>, b: &Affine<C>) -> C::BaseField {
     match classify(a, b) {
         Sum::Chord => b.x - a.x,
         Sum::Tangent => a.y.double(),
-        Sum::Trivial => Fq::ONE,
+        Sum::Trivial => C::BaseField::ONE,
     }
 }
 
 /// `a + b` given the inverse of [`slope_denominator`]`(a, b)`.
 #[inline(always)]
-fn add_with_inverse(a: &G1Affine, b: &G1Affine, inverse: &Fq) -> G1Affine {
+fn add_with_inverse<C: MsmCurve>(
+    a: &Affine<C>,
+    b: &Affine<C>,
+    inverse: &C::BaseField,
+) -> Affine<C> {
     let lambda = match classify(a, b) {
         Sum::Chord => (b.y - a.y) * inverse,
         Sum::Tangent => {
-            // lambda = 3 x^2 / 2y (the curve has a = 0).
+            // lambda = (3 x^2 + a) / 2y (a = 0 on the curves of this crate).
             let xx = a.x.square();
-            (xx.double() + xx) * inverse
+            let numerator = xx.double() + xx;
+            if C::COEFF_A.is_zero() {
+                numerator * inverse
+            } else {
+                (numerator + C::COEFF_A) * inverse
+            }
         }
         Sum::Trivial if a.infinity => return *b,
         Sum::Trivial if b.infinity => return *a,
-        Sum::Trivial => return G1Affine::identity(),
+        Sum::Trivial => return Affine::identity(),
     };
     // With a.x == b.x for a doubling, both cases are x3 = lambda^2 - x1 - x2.
     let x = lambda.square() - a.x - b.x;
     let y = lambda * (a.x - x) - a.y;
-    G1Affine::new_unchecked(x, y)
+    Affine::new_unchecked(x, y)
 }
 
 /// One round: in every segment of two or more points, point `i` becomes the sum of points
 /// `2i` and `2i + 1` (an odd last point moves down unchanged), all slopes' inverses sharing
 /// one field inversion.
-fn batch_add_round(
-    scratch: &mut [G1Affine],
+fn batch_add_round<C: MsmCurve>(
+    scratch: &mut [Affine<C>],
     segments: &mut [Segment],
-    denominators: &mut Vec<Fq>,
-    inverses: &mut Vec<Fq>,
+    denominators: &mut Vec<C::BaseField>,
+    inverses: &mut Vec<C::BaseField>,
 ) {
     // Prefix products: inverses[k] = d_0 * ... * d_(k-1) for now.
     denominators.clear();
     inverses.clear();
-    let mut product = Fq::ONE;
+    let mut product = C::BaseField::ONE;
     for segment in segments.iter().filter(|s| s.len >= 2) {
         let points = &scratch[segment.start..segment.start + segment.len];
         for pair in points.chunks_exact(2) {
@@ -204,7 +205,7 @@ fn batch_add_round(
         }
     }
     // The product of nonzero field elements is nonzero, so it has an inverse.
-    let mut inverse = product.inverse().unwrap_or(Fq::ZERO);
+    let mut inverse = product.inverse().unwrap_or(C::BaseField::ZERO);
     for (prefix, d) in inverses.iter_mut().zip(denominators.iter()).rev() {
         // inverse = 1 / (d_0 ... d_k) here; 1 / d_k = inverse * (d_0 ... d_(k-1)).
         let this = inverse * *prefix;
@@ -218,7 +219,7 @@ fn batch_add_round(
     for segment in segments.iter_mut().filter(|s| s.len >= 2) {
         let half = segment.len / 2;
         for i in 0..half {
-            let inverse = inverses.next().copied().unwrap_or(Fq::ZERO);
+            let inverse = inverses.next().copied().unwrap_or(C::BaseField::ZERO);
             let at = segment.start + 2 * i;
             let sum = add_with_inverse(&scratch[at], &scratch[at + 1], &inverse);
             scratch[segment.start + i] = sum;
@@ -231,8 +232,8 @@ fn batch_add_round(
 }
 
 /// `k * p` for a small `k`, by double-and-add.
-fn mul_small(p: &G1Projective, k: usize) -> G1Projective {
-    let mut acc = G1Projective::zero();
+fn mul_small<C: SWCurveConfig>(p: &Projective<C>, k: usize) -> Projective<C> {
+    let mut acc = Projective::zero();
     if p.is_zero() {
         return acc;
     }
@@ -246,24 +247,24 @@ fn mul_small(p: &G1Projective, k: usize) -> G1Projective {
 }
 
 /// `(window, sum_m m * B_m)` for each window of the segments, which are in key order.
-fn running_sums(
-    scratch: &[G1Affine],
+fn running_sums<C: MsmCurve>(
+    scratch: &[Affine<C>],
     segments: &[Segment],
     sorted: &SortedDigits<'_>,
-) -> Vec<(usize, G1Projective)> {
+) -> Vec<(usize, Projective<C>)> {
     /// The running sum of one window, walked from its top bucket down.
-    struct Walk {
+    struct Walk<C: SWCurveConfig> {
         window: usize,
         /// The sum of the buckets at and above `bucket`.
-        running: G1Projective,
+        running: Projective<C>,
         /// `sum_m (m - bucket + 1) * B_m` over the buckets at and above `bucket`.
-        total: G1Projective,
+        total: Projective<C>,
         /// The lowest bucket walked so far (magnitudes start at 1).
         bucket: usize,
     }
-    impl Walk {
+    impl<C: SWCurveConfig> Walk<C> {
         /// `sum_m m * B_m`: the empty buckets below `bucket` add `bucket - 1` more runs.
-        fn finish(self) -> (usize, G1Projective) {
+        fn finish(self) -> (usize, Projective<C>) {
             (
                 self.window,
                 self.total + mul_small(&self.running, self.bucket - 1),
@@ -272,7 +273,7 @@ fn running_sums(
     }
 
     let mut sums = Vec::new();
-    let mut walk: Option<Walk> = None;
+    let mut walk: Option<Walk<C>> = None;
     for segment in segments.iter().rev() {
         let window = sorted.first_window + segment.key / sorted.buckets;
         let bucket = segment.key % sorted.buckets + 1;
@@ -284,8 +285,8 @@ fn running_sums(
                 }
                 Walk {
                     window,
-                    running: G1Projective::zero(),
-                    total: G1Projective::zero(),
+                    running: Projective::zero(),
+                    total: Projective::zero(),
                     bucket: bucket + 1,
                 }
             }

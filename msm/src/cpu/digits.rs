@@ -1,6 +1,6 @@
 //! Signed-digit recoding of scalars into windows of `c` bits.
 //!
-//! A scalar `s < 2^255` (canonical, out of Montgomery form) is written as
+//! A scalar `s < 2^bits` (canonical, out of Montgomery form) is written as
 //! `s = sum_w d_w * 2^(w c)` with digits `d_w` in `(-2^(c-1), 2^(c-1)]`: window `w` holds
 //! `v = bits(s, w c .. w c + c) + carry`; if `v > 2^(c-1)` the digit is `v - 2^c` and a carry
 //! of one goes into the next window. One window more than the bits need absorbs the last
@@ -9,16 +9,14 @@
 
 use ark_ff::BigInt;
 
-/// Bits of a BLS12-381 scalar: `r < 2^255`.
-const SCALAR_BITS: u32 = 255;
-
-/// The number of signed windows of `c` bits for scalars below `2^255`.
+/// The number of signed windows of `c` bits for scalars below `2^bits` (`bits` is 255 for
+/// BLS12-381's `r`, 254 for BN254's).
 ///
-/// `255 / c + 1`: when `c` does not divide 255 this is `ceil(255 / c)` and the top window
-/// holds fewer than `c` bits, so it cannot carry out; when it does, the extra window takes the
-/// carry of the top full one.
-pub(crate) fn window_count(c: u32) -> usize {
-    (SCALAR_BITS / c + 1) as usize
+/// `bits / c + 1`: when `c` does not divide `bits` this is `ceil(bits / c)` and the top
+/// window holds fewer than `c` bits, so it cannot carry out; when it does, the extra window
+/// takes the carry of the top full one.
+pub(crate) fn window_count(c: u32, bits: u32) -> usize {
+    (bits / c + 1) as usize
 }
 
 /// The unsigned `c`-bit window `w` of `limbs` (bits `w c .. w c + c`).
@@ -76,16 +74,15 @@ impl Recoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ark_bls12_381::Fr;
     use ark_ff::{BigInteger, PrimeField};
 
     /// Rebuilds the scalar from its digits as a signed big integer (two's complement over
     /// 320 bits is more than enough) and compares.
-    fn check(scalar: BigInt<4>, c: u32) {
+    fn check(scalar: BigInt<4>, c: u32, bits: u32) {
         let recoder = Recoder::new(c);
         let mut carry = false;
         let mut acc = [0i128; 6];
-        let windows = window_count(c);
+        let windows = window_count(c, bits);
         let mut value: Vec<i128> = Vec::with_capacity(windows);
         for w in 0..windows {
             let (m, neg) = recoder.digit(&scalar, w, &mut carry);
@@ -109,30 +106,49 @@ mod tests {
         assert_eq!(&limbs[4..], &[0, 0], "c = {c}");
     }
 
-    #[test]
-    fn digits_rebuild_the_scalar() {
-        let minus_one = (-Fr::from(1u64)).into_bigint();
+    /// Zero, one, `r - 1`, `r - 2` and the top of the range below `2^bits` with the scalar
+    /// field `F`, then every power of two below `2^bits`, at every window width.
+    fn check_field<F: PrimeField<BigInt = BigInt<4>>>(extra: &[BigInt<4>]) {
+        let bits = F::MODULUS_BIT_SIZE;
+        let mut r_minus_two = F::MODULUS;
+        r_minus_two.sub_with_borrow(&BigInt::from(2u64));
+        let mut top = BigInt::<4>::from(1u64) << bits;
+        top.sub_with_borrow(&BigInt::from(1u64));
         let mut edge = vec![
             BigInt::<4>::zero(),
             BigInt::from(1u64),
-            minus_one,
-            Fr::MODULUS,
-            BigInt([u64::MAX, u64::MAX, u64::MAX, (1 << 63) - 1]),
-            BigInt([
-                0x8888_8888_8888_8888,
-                0x8888_8888_8888_8888,
-                0x8888_8888_8888_8888,
-                0x0888_8888_8888_8888,
-            ]),
+            (-F::ONE).into_bigint(),
+            r_minus_two,
+            top,
         ];
-        edge[3].sub_with_borrow(&BigInt::from(2u64));
+        edge.extend_from_slice(extra);
         for c in 1..=20 {
             for &s in &edge {
-                check(s, c);
+                check(s, c, bits);
             }
-            for k in 0..255u32 {
-                check(BigInt::<4>::from(1u64) << k, c);
+            for k in 0..bits {
+                check(BigInt::<4>::from(1u64) << k, c, bits);
             }
         }
+    }
+
+    #[test]
+    fn digits_rebuild_bls12_381_scalars() {
+        check_field::<ark_bls12_381::Fr>(&[BigInt([
+            0x8888_8888_8888_8888,
+            0x8888_8888_8888_8888,
+            0x8888_8888_8888_8888,
+            0x0888_8888_8888_8888,
+        ])]);
+    }
+
+    #[test]
+    fn digits_rebuild_bn254_scalars() {
+        check_field::<ark_bn254::Fr>(&[BigInt([
+            0x8888_8888_8888_8888,
+            0x8888_8888_8888_8888,
+            0x8888_8888_8888_8888,
+            0x2888_8888_8888_8888,
+        ])]);
     }
 }

@@ -1,41 +1,45 @@
-//! Inputs and the arkworks oracle shared by the CPU and GPU tests.
+//! Inputs and the arkworks oracle shared by the CPU and GPU tests, for any curve group `C`
+//! (BLS12-381 and BN254, G1 and G2).
 #![allow(dead_code, clippy::unwrap_used)]
 
-use ark_bls12_381::{Fr, G1Affine, G1Projective};
+use ark_ec::short_weierstrass::{Affine, Projective};
 use ark_ec::{PrimeGroup, ScalarMul, VariableBaseMSM};
 use ark_ff::{BigInteger, Field, PrimeField, UniformRand, Zero};
 use ark_std::rand::{Rng, SeedableRng, rngs::StdRng};
+use msm::MsmCurve;
+
+/// The scalar field of `C`.
+pub type Scalar<C> = <C as ark_ec::CurveConfig>::ScalarField;
 
 /// `n` random bases (random multiples of the generator, so distinct with overwhelming
 /// probability), from `seed`.
-pub fn random_bases(n: usize, seed: u64) -> Vec<G1Affine> {
-    let mut rng = StdRng::seed_from_u64(seed);
-    let k: Vec<Fr> = (0..n).map(|_| Fr::rand(&mut rng)).collect();
-    G1Projective::generator().batch_mul(&k)
+pub fn random_bases<C: MsmCurve>(n: usize, seed: u64) -> Vec<Affine<C>> {
+    let k = random_scalars::<C>(n, seed);
+    Projective::<C>::generator().batch_mul(&k)
 }
 
 /// `n` uniform random scalars from `seed`.
-pub fn random_scalars(n: usize, seed: u64) -> Vec<Fr> {
+pub fn random_scalars<C: MsmCurve>(n: usize, seed: u64) -> Vec<Scalar<C>> {
     let mut rng = StdRng::seed_from_u64(seed);
-    (0..n).map(|_| Fr::rand(&mut rng)).collect()
+    (0..n).map(|_| Scalar::<C>::rand(&mut rng)).collect()
 }
 
 /// arkworks' MSM.
-pub fn oracle(bases: &[G1Affine], scalars: &[Fr]) -> G1Projective {
-    G1Projective::msm(bases, scalars).unwrap()
+pub fn oracle<C: MsmCurve>(bases: &[Affine<C>], scalars: &[Scalar<C>]) -> Projective<C> {
+    Projective::<C>::msm(bases, scalars).unwrap()
 }
 
 /// `r - 1 - k`.
-pub fn minus(k: u64) -> Fr {
-    -Fr::from(k + 1)
+pub fn minus<C: MsmCurve>(k: u64) -> Scalar<C> {
+    -Scalar::<C>::from(k + 1)
 }
 
 /// The errors every backend gives through the trait: mismatched lengths (single and batch)
 /// and empty inputs, with messages that say what is wrong.
-pub fn check_trait_errors(backend: &dyn msm::MsmBackend) {
+pub fn check_trait_errors<C: MsmCurve>(backend: &dyn msm::MsmBackend<C>) {
     use msm::Error;
-    let bases = random_bases(5, 25);
-    let scalars = random_scalars(6, 26);
+    let bases = random_bases::<C>(5, 25);
+    let scalars = random_scalars::<C>(6, 26);
     assert!(matches!(
         backend.msm(&bases, &scalars),
         Err(Error::LengthMismatch {
@@ -77,21 +81,21 @@ pub fn check_trait_errors(backend: &dyn msm::MsmBackend) {
 /// The property tests' inputs: scalars from random bytes (reduced mod r), and random bases
 /// (from `seed`) edited by `edits`: (index, 0) puts infinity there, 1 the first base, 2 its
 /// negation, 3 the base mirrored from the other end.
-pub fn edited_inputs(
+pub fn edited_inputs<C: MsmCurve>(
     scalar_bytes: &[[u8; 32]],
     seed: u64,
     edits: &[(proptest::sample::Index, u8)],
-) -> (Vec<G1Affine>, Vec<Fr>) {
+) -> (Vec<Affine<C>>, Vec<Scalar<C>>) {
     let n = scalar_bytes.len();
     let scalars = scalar_bytes
         .iter()
-        .map(|b| Fr::from_le_bytes_mod_order(b))
+        .map(|b| Scalar::<C>::from_le_bytes_mod_order(b))
         .collect();
-    let mut bases = random_bases(n, seed);
+    let mut bases = random_bases::<C>(n, seed);
     for (index, edit) in edits {
         let i = index.index(n);
         bases[i] = match edit {
-            0 => G1Affine::identity(),
+            0 => Affine::identity(),
             1 => bases[0],
             2 => -bases[0],
             _ => bases[n - 1 - i],
@@ -101,13 +105,17 @@ pub fn edited_inputs(
 }
 
 /// One adversarial input: a name for failure messages, bases, scalars.
-pub struct Case {
+pub struct Case<C: MsmCurve> {
     pub name: String,
-    pub bases: Vec<G1Affine>,
-    pub scalars: Vec<Fr>,
+    pub bases: Vec<Affine<C>>,
+    pub scalars: Vec<Scalar<C>>,
 }
 
-fn case(name: impl Into<String>, bases: Vec<G1Affine>, scalars: Vec<Fr>) -> Case {
+fn case<C: MsmCurve>(
+    name: impl Into<String>,
+    bases: Vec<Affine<C>>,
+    scalars: Vec<Scalar<C>>,
+) -> Case<C> {
     Case {
         name: name.into(),
         bases,
@@ -117,20 +125,23 @@ fn case(name: impl Into<String>, bases: Vec<G1Affine>, scalars: Vec<Fr>) -> Case
 
 /// Every edge case of SPEC.md at each size in `sizes`: zero scalars, points at infinity,
 /// repeated points (bucket additions of P + P), P and -P together, and skewed scalars (all
-/// equal, small, tiny, 64-bit, near r, high bits set, powers of two), plus one mix of all.
-pub fn edge_cases(sizes: &[usize]) -> Vec<Case> {
+/// equal, small, tiny, 64-bit, near r, top bit set, powers of two), plus one mix of all.
+pub fn edge_cases<C: MsmCurve>(sizes: &[usize]) -> Vec<Case<C>> {
+    type Fr<C> = Scalar<C>;
+    let minus = minus::<C>;
+    let top_bit = Fr::<C>::MODULUS_BIT_SIZE - 1;
     let mut cases = Vec::new();
     for &n in sizes {
         let mut rng = StdRng::seed_from_u64(n as u64);
-        let bases = random_bases(n, 4);
-        let random = random_scalars(n, 5);
+        let bases = random_bases::<C>(n, 4);
+        let random = random_scalars::<C>(n, 5);
         cases.push(case(
             format!("zero scalars, n = {n}"),
             bases.clone(),
-            vec![Fr::zero(); n],
+            vec![Fr::<C>::zero(); n],
         ));
 
-        let infinity = vec![G1Affine::identity(); n];
+        let infinity = vec![Affine::identity(); n];
         cases.push(case(
             format!("all bases at infinity, n = {n}"),
             infinity,
@@ -138,7 +149,7 @@ pub fn edge_cases(sizes: &[usize]) -> Vec<Case> {
         ));
         let mut some_infinite = bases.clone();
         for b in some_infinite.iter_mut().step_by(3) {
-            *b = G1Affine::identity();
+            *b = Affine::identity();
         }
         cases.push(case(
             format!("every third base at infinity, n = {n}"),
@@ -159,7 +170,7 @@ pub fn edge_cases(sizes: &[usize]) -> Vec<Case> {
             same,
             vec![random[0]; n],
         ));
-        let few: Vec<G1Affine> = (0..n).map(|i| bases[i % 3.min(n)]).collect();
+        let few: Vec<Affine<C>> = (0..n).map(|i| bases[i % 3.min(n)]).collect();
         cases.push(case(
             format!("three bases repeated, n = {n}"),
             few,
@@ -167,16 +178,16 @@ pub fn edge_cases(sizes: &[usize]) -> Vec<Case> {
         ));
 
         // P and -P.
-        let pairs: Vec<G1Affine> = (0..n)
+        let pairs: Vec<Affine<C>> = (0..n)
             .map(|i| if i % 2 == 0 { bases[i] } else { -bases[i - 1] })
             .collect();
-        let equal_pairs: Vec<Fr> = (0..n).map(|i| random[i - i % 2]).collect();
+        let equal_pairs: Vec<Fr<C>> = (0..n).map(|i| random[i - i % 2]).collect();
         cases.push(case(
             format!("P and -P, equal scalars (cancel), n = {n}"),
             pairs.clone(),
             equal_pairs,
         ));
-        let opposite: Vec<Fr> = (0..n)
+        let opposite: Vec<Fr<C>> = (0..n)
             .map(|i| {
                 if i % 2 == 0 {
                     random[i]
@@ -205,26 +216,28 @@ pub fn edge_cases(sizes: &[usize]) -> Vec<Case> {
         cases.push(case(
             format!("all scalars one, n = {n}"),
             bases.clone(),
-            vec![Fr::from(1u64); n],
+            vec![Fr::<C>::ONE; n],
         ));
         cases.push(case(
             format!("all scalars r - 1, n = {n}"),
             bases.clone(),
             vec![minus(0); n],
         ));
-        let small = (0..n).map(|_| Fr::from(rng.r#gen::<u16>())).collect();
+        let small = (0..n).map(|_| Fr::<C>::from(rng.r#gen::<u16>())).collect();
         cases.push(case(
             format!("16-bit scalars, n = {n}"),
             bases.clone(),
             small,
         ));
-        let tiny = (0..n).map(|_| Fr::from(rng.gen_range(0..4u64))).collect();
+        let tiny = (0..n)
+            .map(|_| Fr::<C>::from(rng.gen_range(0..4u64)))
+            .collect();
         cases.push(case(
             format!("scalars below 4, n = {n}"),
             bases.clone(),
             tiny,
         ));
-        let wide = (0..n).map(|_| Fr::from(rng.r#gen::<u64>())).collect();
+        let wide = (0..n).map(|_| Fr::<C>::from(rng.r#gen::<u64>())).collect();
         cases.push(case(
             format!("64-bit scalars, n = {n}"),
             bases.clone(),
@@ -239,20 +252,20 @@ pub fn edge_cases(sizes: &[usize]) -> Vec<Case> {
         let high = (0..n)
             .map(|_| {
                 loop {
-                    let s = Fr::rand(&mut rng);
-                    if s.into_bigint().get_bit(254) {
+                    let s = Fr::<C>::rand(&mut rng);
+                    if s.into_bigint().get_bit(top_bit as usize) {
                         break s;
                     }
                 }
             })
             .collect();
         cases.push(case(
-            format!("scalars in [2^254, r), n = {n}"),
+            format!("scalars in [2^{top_bit}, r), n = {n}"),
             bases.clone(),
             high,
         ));
         let powers = (0..n)
-            .map(|i| Fr::from(2u64).pow([(i % 255) as u64]))
+            .map(|i| Fr::<C>::from(2u64).pow([(i % 256) as u64]))
             .collect();
         cases.push(case(
             format!("powers of two, n = {n}"),
@@ -265,15 +278,15 @@ pub fn edge_cases(sizes: &[usize]) -> Vec<Case> {
         let (mut mixed_bases, mut mixed_scalars) = (Vec::new(), Vec::new());
         for i in 0..n {
             let (b, s) = match i % 9 {
-                0 => (bases[i], Fr::zero()),
-                1 => (G1Affine::identity(), Fr::rand(&mut rng)),
-                2 => (p, Fr::rand(&mut rng)),
-                3 => (-p, Fr::rand(&mut rng)),
+                0 => (bases[i], Fr::<C>::zero()),
+                1 => (Affine::identity(), Fr::<C>::rand(&mut rng)),
+                2 => (p, Fr::<C>::rand(&mut rng)),
+                3 => (-p, Fr::<C>::rand(&mut rng)),
                 4 => (bases[i], minus(0)),
-                5 => (bases[i], Fr::from(rng.r#gen::<u16>())),
+                5 => (bases[i], Fr::<C>::from(rng.r#gen::<u16>())),
                 6 => (bases[i], minus(rng.r#gen::<u32>().into())),
-                7 => (bases[i - 1], Fr::from(1u64)),
-                _ => (bases[i], Fr::rand(&mut rng)),
+                7 => (bases[i - 1], Fr::<C>::ONE),
+                _ => (bases[i], Fr::<C>::rand(&mut rng)),
             };
             mixed_bases.push(b);
             mixed_scalars.push(s);
