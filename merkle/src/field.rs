@@ -90,6 +90,12 @@ pub(crate) fn add(a: u64, b: u64) -> u64 {
     sum.wrapping_add(EPSILON * u64::from(carry))
 }
 
+/// `a + b mod p` for any `a, b < 2^64` (neither need be canonical).
+#[inline(always)]
+pub(crate) fn add_any(a: u64, b: u64) -> u64 {
+    add(a, canonical(b))
+}
+
 /// A `u64` congruent to `x mod p`, for `x < 2^96`: `x = lo + 2^64 hi = lo + hi (2^32 - 1)`
 /// mod p, and `hi (2^32 - 1) < p`, so one carry correction suffices.
 #[inline(always)]

@@ -53,10 +53,16 @@ mod cuda;
 mod digest;
 mod error;
 mod field;
+mod hasher;
+pub mod jive;
+pub mod poseidon2;
 mod proof;
 pub mod rescue;
+pub mod rpo;
+pub mod rpx;
 #[cfg(feature = "cuda")]
 pub mod source;
+mod sponge;
 mod tree;
 #[cfg(feature = "winter")]
 pub mod winter;
@@ -67,45 +73,97 @@ pub use cuda::Cuda;
 pub use digest::Digest;
 pub use error::Error;
 pub use field::{Felt, MODULUS};
+pub use hasher::Hasher;
+pub use jive::RpJive64_256;
+pub use poseidon2::Poseidon2;
 pub use proof::BatchProof;
+pub use rescue::Rp64_256;
+pub use rpo::Rpo256;
+pub use rpx::Rpx256;
 pub use tree::{MerkleTree, flatten_rows, pad_leaves};
 
-/// Builds Merkle trees and hashes rows: the operation every backend provides.
+/// Builds Merkle trees and hashes rows with any [`Hasher`]: the operation every backend
+/// provides.
 ///
 /// The methods work on the node-array layout of [`MerkleTree`] so that the caller owns the
-/// memory; most users call [`MerkleTree::build`], [`MerkleTree::build_batch`] and
-/// [`MerkleTree::from_rows`] instead.
+/// memory; most users call [`MerkleTree::build_with`], [`MerkleTree::build_batch_with`] and
+/// [`MerkleTree::from_rows_with`] instead. Each `_with` method takes the hasher as a value
+/// (`Rpo256`, `Poseidon2`, ...); the methods without the suffix are the same for Rp64_256.
 pub trait MerkleBackend {
     /// A human-readable name ("cpu (16 threads)", "cuda: NVIDIA H100 ...").
     fn name(&self) -> String;
 
     /// `nodes` holds one or more trees of `leaves_per_tree` leaves each, back to back, each
     /// as `2 * leaves_per_tree` digests with its leaves in the upper half. Fills in every
-    /// internal node (`nodes[1..leaves_per_tree]` of each tree).
-    fn build_nodes(&self, nodes: &mut [Digest], leaves_per_tree: usize) -> Result<(), Error>;
+    /// internal node (`nodes[1..leaves_per_tree]` of each tree), hashing with `hasher`.
+    fn build_nodes_with<H: Hasher>(
+        &self,
+        hasher: H,
+        nodes: &mut [Digest],
+        leaves_per_tree: usize,
+    ) -> Result<(), Error>;
 
-    /// `out[j] = hash_elements(row j)` for the row-major matrix of `width` columns in
+    /// `out[j] = H::hash_elements(row j)` for the row-major matrix of `width` columns in
     /// `elements`; `out` has one digest per row.
-    fn hash_rows(&self, elements: &[Felt], width: usize, out: &mut [Digest]) -> Result<(), Error>;
+    fn hash_rows_with<H: Hasher>(
+        &self,
+        hasher: H,
+        elements: &[Felt],
+        width: usize,
+        out: &mut [Digest],
+    ) -> Result<(), Error>;
 
     /// Fills `nodes` (the `2n` node array of one tree) from the rows of `elements`: the leaves
     /// are the row hashes, then every internal node. Backends may fuse the two steps.
+    fn build_nodes_from_rows_with<H: Hasher>(
+        &self,
+        hasher: H,
+        elements: &[Felt],
+        width: usize,
+        nodes: &mut [Digest],
+    ) -> Result<(), Error> {
+        let leaves = nodes.len() / 2;
+        self.hash_rows_with(hasher, elements, width, &mut nodes[leaves..])?;
+        self.build_nodes_with(hasher, nodes, leaves)
+    }
+
+    /// The Merkle cap of height `height` (the `2^height` nodes of that level) of the tree over
+    /// `leaves`, for callers that keep only the cap. Backends may skip bringing the other
+    /// nodes back.
+    fn build_cap_with<H: Hasher>(
+        &self,
+        hasher: H,
+        leaves: &[Digest],
+        height: u32,
+    ) -> Result<Vec<Digest>, Error> {
+        Ok(MerkleTree::build_with(hasher, self, leaves)?
+            .cap(height)?
+            .to_vec())
+    }
+
+    /// [`MerkleBackend::build_nodes_with`] for Rp64_256.
+    fn build_nodes(&self, nodes: &mut [Digest], leaves_per_tree: usize) -> Result<(), Error> {
+        self.build_nodes_with(Rp64_256, nodes, leaves_per_tree)
+    }
+
+    /// [`MerkleBackend::hash_rows_with`] for Rp64_256.
+    fn hash_rows(&self, elements: &[Felt], width: usize, out: &mut [Digest]) -> Result<(), Error> {
+        self.hash_rows_with(Rp64_256, elements, width, out)
+    }
+
+    /// [`MerkleBackend::build_nodes_from_rows_with`] for Rp64_256.
     fn build_nodes_from_rows(
         &self,
         elements: &[Felt],
         width: usize,
         nodes: &mut [Digest],
     ) -> Result<(), Error> {
-        let leaves = nodes.len() / 2;
-        self.hash_rows(elements, width, &mut nodes[leaves..])?;
-        self.build_nodes(nodes, leaves)
+        self.build_nodes_from_rows_with(Rp64_256, elements, width, nodes)
     }
 
-    /// The Merkle cap of height `height` (the `2^height` nodes of that level) of the tree over
-    /// `leaves`, for callers that keep only the cap. Backends may skip bringing the other
-    /// nodes back.
+    /// [`MerkleBackend::build_cap_with`] for Rp64_256.
     fn build_cap(&self, leaves: &[Digest], height: u32) -> Result<Vec<Digest>, Error> {
-        Ok(MerkleTree::build(self, leaves)?.cap(height)?.to_vec())
+        self.build_cap_with(Rp64_256, leaves, height)
     }
 }
 
@@ -182,39 +240,60 @@ impl Backend {
         Backend::Cpu(Cpu)
     }
 
-    fn as_dyn(&self) -> &dyn MerkleBackend {
-        match self {
-            Backend::Cpu(cpu) => cpu,
+}
+
+/// Runs `$call` on the backend inside a [`Backend`].
+macro_rules! on_backend {
+    ($backend:expr, $inner:ident => $call:expr) => {
+        match $backend {
+            Backend::Cpu($inner) => $call,
             #[cfg(feature = "cuda")]
-            Backend::Cuda(cuda) => cuda,
+            Backend::Cuda($inner) => $call,
         }
-    }
+    };
 }
 
 impl MerkleBackend for Backend {
     fn name(&self) -> String {
-        self.as_dyn().name()
+        on_backend!(self, b => b.name())
     }
 
-    fn build_nodes(&self, nodes: &mut [Digest], leaves_per_tree: usize) -> Result<(), Error> {
-        self.as_dyn().build_nodes(nodes, leaves_per_tree)
-    }
-
-    fn hash_rows(&self, elements: &[Felt], width: usize, out: &mut [Digest]) -> Result<(), Error> {
-        self.as_dyn().hash_rows(elements, width, out)
-    }
-
-    fn build_nodes_from_rows(
+    fn build_nodes_with<H: Hasher>(
         &self,
+        hasher: H,
+        nodes: &mut [Digest],
+        leaves_per_tree: usize,
+    ) -> Result<(), Error> {
+        on_backend!(self, b => b.build_nodes_with(hasher, nodes, leaves_per_tree))
+    }
+
+    fn hash_rows_with<H: Hasher>(
+        &self,
+        hasher: H,
+        elements: &[Felt],
+        width: usize,
+        out: &mut [Digest],
+    ) -> Result<(), Error> {
+        on_backend!(self, b => b.hash_rows_with(hasher, elements, width, out))
+    }
+
+    fn build_nodes_from_rows_with<H: Hasher>(
+        &self,
+        hasher: H,
         elements: &[Felt],
         width: usize,
         nodes: &mut [Digest],
     ) -> Result<(), Error> {
-        self.as_dyn().build_nodes_from_rows(elements, width, nodes)
+        on_backend!(self, b => b.build_nodes_from_rows_with(hasher, elements, width, nodes))
     }
 
-    fn build_cap(&self, leaves: &[Digest], height: u32) -> Result<Vec<Digest>, Error> {
-        self.as_dyn().build_cap(leaves, height)
+    fn build_cap_with<H: Hasher>(
+        &self,
+        hasher: H,
+        leaves: &[Digest],
+        height: u32,
+    ) -> Result<Vec<Digest>, Error> {
+        on_backend!(self, b => b.build_cap_with(hasher, leaves, height))
     }
 }
 
