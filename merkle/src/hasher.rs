@@ -13,9 +13,7 @@ use crate::field::Felt;
 /// Hashers are unit values: [`MerkleTree::build_with`](crate::MerkleTree::build_with) and
 /// the backends' `_with` methods take one to say which hash to use. The trait is sealed:
 /// every hasher has CUDA kernels beside its CPU code.
-pub trait Hasher:
-    sealed::Sealed + Copy + Default + Debug + Eq + Send + Sync + 'static
-{
+pub trait Hasher: sealed::Sealed + Copy + Default + Debug + Eq + Send + Sync + 'static {
     /// The name the reference library gives the hash (`"Rpo256"`).
     const NAME: &'static str;
 

@@ -239,7 +239,6 @@ impl Backend {
         }
         Backend::Cpu(Cpu)
     }
-
 }
 
 /// Runs `$call` on the backend inside a [`Backend`].

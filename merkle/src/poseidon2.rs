@@ -8,7 +8,7 @@
 //! internal layer); four more external rounds. The external layer multiplies each block of
 //! four by `M4 = [[2, 3, 1, 1], [1, 2, 3, 1], [1, 1, 2, 3], [3, 1, 1, 2]]` and then adds to
 //! each element the sum of the elements at its place in the three blocks; the internal layer
-//! is `s[i] <- s[i] MATRIX_DIAGONAL[i] + sum(s)`. The sponge is [`crate::sponge`]'s. The
+//! is `s[i] <- s[i] MATRIX_DIAGONAL[i] + sum(s)`. The sponge is that of [`Rpo256`](crate::Rpo256). The
 //! constants are the published instance's; `tests/miden.rs` checks them against miden-crypto.
 
 use crate::digest::Digest;
@@ -246,9 +246,8 @@ fn external_layer(state: &mut State) {
         block[2] = add_any(x01233, x23); // x0 + x1 + 2 x2 + 3 x3
         block[3] = add_any(x01233, add_any(x0, x0)); // 3 x0 + x1 + x2 + 2 x3
     }
-    let sums: [u64; 4] = std::array::from_fn(|i| {
-        add_any(add_any(state[i], state[i + 4]), state[i + 8])
-    });
+    let sums: [u64; 4] =
+        std::array::from_fn(|i| add_any(add_any(state[i], state[i + 4]), state[i + 8]));
     for (i, x) in state.iter_mut().enumerate() {
         *x = add_any(*x, sums[i % 4]);
     }

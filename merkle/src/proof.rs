@@ -151,7 +151,10 @@ impl<H: Hasher> MerkleTree<H> {
                     None => next_in(group)?,
                 };
             }
-            known.push(((width + pair) >> 1, H::merge(&pair_leaves[0], &pair_leaves[1])));
+            known.push((
+                (width + pair) >> 1,
+                H::merge(&pair_leaves[0], &pair_leaves[1]),
+            ));
         }
         for _ in 1..proof.depth {
             let mut parents = Vec::with_capacity(known.len());

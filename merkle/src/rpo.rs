@@ -1,10 +1,17 @@
 //! Rpo256 (Rescue Prime Optimized), bit-compatible with miden-crypto 0.28.1
 //! (`miden_crypto::hash::rpo::Rpo256`).
 //!
-//! Seven rounds on the 12-element state of [`crate::sponge`], each `MDS, + ARK1[r], x^7, MDS,
-//! + ARK2[r], x^(1/7)`: the S-box, inverse S-box and circulant MDS matrix of Rp64_256
-//! ([`crate::rescue`]) with other round constants and the MDS step first. The constants are
-//! the published instance's; `tests/miden.rs` checks them against miden-crypto's tables.
+//! Seven rounds on a 12-element state, each `MDS, + ARK1[r], x^7, MDS, + ARK2[r], x^(1/7)`:
+//! the S-box, inverse S-box and circulant MDS matrix of Rp64_256 ([`crate::rescue`]) with
+//! other round constants and the MDS step first. The constants are the published instance's;
+//! `tests/miden.rs` checks them against miden-crypto's tables.
+//!
+//! The sponge, shared with [`Rpx256`](crate::Rpx256) and [`Poseidon2`](crate::Poseidon2), is
+//! miden-crypto's since 0.21.0: the rate in `s[0..8]`, the capacity in `s[8..12]`, the digest
+//! in `s[0..4]` (older releases put the capacity first and give other digests). `merge(L, R)`
+//! permutes `[L, R, 0, 0, 0, 0]`; `hash_elements` sets `s[8] = len mod 8`, writes (not adds)
+//! each chunk of eight elements into the rate, zero-fills a final partial chunk, and permutes
+//! after each chunk; no elements give the zero digest.
 
 use crate::digest::Digest;
 use crate::field::Felt;

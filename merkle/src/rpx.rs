@@ -1,7 +1,7 @@
 //! Rpx256 (Rescue Prime eXtension), bit-compatible with miden-crypto 0.28.1
 //! (`miden_crypto::hash::rpx::Rpx256`).
 //!
-//! Seven rounds on the 12-element state of [`crate::sponge`], with Rpo256's constants
+//! Seven rounds on the 12-element state of Rpo256 (whose sponge it shares), with Rpo256's constants
 //! ([`crate::rpo::ARK1`], [`crate::rpo::ARK2`]): full rounds (Rpo256's round) 0, 2 and 4;
 //! extension rounds 1, 3 and 5, `+ ARK1[r]` then `x^7` on each of the four elements of the
 //! cubic extension `F_p[t] / (t^3 - t - 1)` that the state's triples `s[3k..3k+3]` hold

@@ -89,8 +89,14 @@ fn poseidon2_constants_are_miden_cryptos() {
         table(&MidenPoseidon2::ARK_EXT_TERMINAL)
     );
     assert_eq!(INTERNAL.to_vec(), canonical(&MidenPoseidon2::ARK_INT));
-    assert_eq!(MATRIX_DIAGONAL.to_vec(), canonical(&MidenPoseidon2::MAT_DIAG));
-    assert_eq!(MidenPoseidon2::NUM_EXTERNAL_ROUNDS_HALF, HALF_EXTERNAL_ROUNDS);
+    assert_eq!(
+        MATRIX_DIAGONAL.to_vec(),
+        canonical(&MidenPoseidon2::MAT_DIAG)
+    );
+    assert_eq!(
+        MidenPoseidon2::NUM_EXTERNAL_ROUNDS_HALF,
+        HALF_EXTERNAL_ROUNDS
+    );
     assert_eq!(MidenPoseidon2::NUM_INTERNAL_ROUNDS, INTERNAL_ROUNDS);
 }
 
@@ -156,19 +162,19 @@ proptest! {
     #[test]
     fn rpo256_hashes_match(seed: u64, len in 0usize..40) {
         check_hashes::<Rpo256>(
-            |e| MidenRpo256::hash_elements(e), MidenRpo256::merge, seed, len)?;
+            MidenRpo256::hash_elements, MidenRpo256::merge, seed, len)?;
     }
 
     #[test]
     fn rpx256_hashes_match(seed: u64, len in 0usize..40) {
         check_hashes::<Rpx256>(
-            |e| MidenRpx256::hash_elements(e), MidenRpx256::merge, seed, len)?;
+            MidenRpx256::hash_elements, MidenRpx256::merge, seed, len)?;
     }
 
     #[test]
     fn poseidon2_hashes_match(seed: u64, len in 0usize..40) {
         check_hashes::<Poseidon2>(
-            |e| MidenPoseidon2::hash_elements(e), MidenPoseidon2::merge, seed, len)?;
+            MidenPoseidon2::hash_elements, MidenPoseidon2::merge, seed, len)?;
     }
 }
 
@@ -188,7 +194,11 @@ fn poseidon2_trees_are_miden_merkle_trees() {
                 .get_path(NodeIndex::new(depth, index as u64).unwrap())
                 .unwrap();
             let theirs: Vec<Digest> = path.iter().map(digest).collect();
-            assert_eq!(ours.prove(index).unwrap(), theirs, "depth {depth}, leaf {index}");
+            assert_eq!(
+                ours.prove(index).unwrap(),
+                theirs,
+                "depth {depth}, leaf {index}"
+            );
         }
     }
 }
