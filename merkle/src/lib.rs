@@ -1,18 +1,26 @@
-//! Rescue Prime (Rp64_256) hashing and Merkle trees on the CPU and on CUDA GPUs,
-//! bit-compatible with winter-crypto 0.13.1.
+//! The algebraic hashes of Goldilocks STARK provers, and Merkle trees over them, on the CPU
+//! and on CUDA GPUs: Rp64_256 and RpJive64_256 bit-compatible with winter-crypto 0.13.1,
+//! Rpo256, Rpx256 and Poseidon2 bit-compatible with miden-crypto 0.28.1.
 //!
-//! It follows section "merkle: Rescue Prime Rp64_256" of the workspace's `SPEC.md`:
+//! It follows section "merkle: algebraic hashes over Goldilocks" of the workspace's `SPEC.md`:
 //!
 //! - [`Felt`]: the Goldilocks field p = 2^64 - 2^32 + 1, canonical form at the API;
-//! - [`rescue`]: the Rp64_256 permutation, [`rescue::merge`] and [`rescue::hash_elements`],
-//!   equal to winter-crypto's `Rp64_256::merge` and `Rp64_256::hash_elements`;
+//! - the [`Hasher`]s, each with `merge` and `hash_elements` equal to its reference's:
+//!   [`Rp64_256`] ([`rescue`], with its permutation and constants), [`RpJive64_256`]
+//!   ([`jive`]: Jive compression on an 8-element state), [`Rpo256`] ([`rpo`]), [`Rpx256`]
+//!   ([`rpx`]) and [`Poseidon2`] ([`poseidon2`], the hash of miden-crypto's `MerkleTree`).
+//!   The miden-crypto hashers use its sponge layout since 0.21.0 (rate `s[0..8]`, capacity
+//!   `s[8..12]`, digest `s[0..4]`; older releases give other digests);
 //! - [`MerkleTree`]: trees from leaf digests or from rows of elements, in one call or as a
 //!   batch of equal-size trees; root, every node, a Merkle cap; single paths and compact
-//!   [`BatchProof`]s with their CPU verification.
+//!   [`BatchProof`]s with their CPU verification. `MerkleTree<H>` is generic over the hasher
+//!   (Rp64_256 when unnamed): the `_with` constructors take the hasher as a value.
 //!
 //! Every build goes through the [`MerkleBackend`] trait, implemented by [`Cpu`] (rayon),
 //! [`Cuda`] (feature `cuda`, on by default) and [`Backend`], which picks the GPU when one
-//! is usable. Results are identical on every backend.
+//! is usable. Results are identical on every backend. On the GPU Rp64_256 runs its tuned
+//! kernels (a quad of lanes per merge); the other hashers run one thread per hash with the
+//! state in registers, not yet tuned.
 //!
 //! # Example
 //!
@@ -39,11 +47,29 @@
 //! `Rp64_256`, so a Winterfell prover commits with this crate's trees (on the GPU when one is
 //! present) by naming it as its vector commitment.
 //!
+//! # Other hashers
+//!
+//! ```
+//! use merkle::{Cpu, Digest, Felt, Hasher, MerkleTree, Poseidon2};
+//!
+//! # fn main() -> Result<(), merkle::Error> {
+//! let leaves: Vec<Digest> = (0..8u32).map(|i| Digest::new([Felt::from(i); 4])).collect();
+//! // miden-crypto's `MerkleTree::new` gives the same root for these leaves.
+//! let tree = MerkleTree::build_with(Poseidon2, &Cpu, &leaves)?;
+//! assert_eq!(tree.nodes()[7], Poseidon2::merge(&leaves[6], &leaves[7]));
+//! let path = tree.prove(6)?;
+//! MerkleTree::verify_with(Poseidon2, tree.root(), 6, &leaves[6], &path)?;
+//! # Ok(()) }
+//! ```
+//!
 //! # Cross-checking
 //!
-//! `tests/winter.rs` compares hashes, trees, paths and batch proofs with winter-crypto on
-//! random inputs; `tests/gpu.rs` (ignored without a GPU) compares the CUDA backend with the
-//! CPU one.
+//! `tests/winter.rs` compares Rp64_256 and RpJive64_256 hashes, trees, paths and batch
+//! proofs with winter-crypto on random inputs; `tests/miden.rs` compares Rpo256, Rpx256 and
+//! Poseidon2 (constants, permutations, `merge`, `hash_elements`) with miden-crypto, and
+//! Poseidon2 trees and paths with its `MerkleTree`; `tests/hashers.rs` checks trees, proofs
+//! and caps of every hasher; `tests/gpu.rs` (ignored without a GPU) compares the CUDA backend
+//! with the CPU one for every hasher.
 
 #![cfg_attr(not(feature = "cuda"), forbid(unsafe_code))]
 
