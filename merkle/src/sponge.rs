@@ -20,10 +20,23 @@ const LENGTH_SLOT: usize = 8;
 /// A 12-element state in Montgomery form (see [`crate::field`]; elements may exceed `p`).
 pub(crate) type State = [u64; STATE_WIDTH];
 
-/// A permutation of the 12-element state, on Montgomery forms.
+/// A permutation of the 12-element state, on the form of its choice: Montgomery forms unless
+/// it says otherwise.
 pub(crate) trait Permutation {
     /// Permutes `state` in place.
     fn permute(state: &mut State);
+
+    /// The form the permutation works on of the canonical value `x`.
+    #[inline(always)]
+    fn enter(x: u64) -> u64 {
+        field::to_mont(x)
+    }
+
+    /// The canonical value of the element held as `x` (any `x < 2^64`).
+    #[inline(always)]
+    fn leave(x: u64) -> u64 {
+        field::from_mont(x)
+    }
 }
 
 /// `merge(left, right)`: the permutation of `[left, right, 0, 0, 0, 0]`, digest `s[0..4]`.
@@ -33,30 +46,28 @@ pub(crate) fn merge<P: Permutation>(left: &Digest, right: &Digest) -> Digest {
         .iter_mut()
         .zip(left.elements().iter().chain(right.elements()))
     {
-        *slot = field::to_mont(element.as_u64());
+        *slot = P::enter(element.as_u64());
     }
     P::permute(&mut state);
-    digest_of(&state)
+    digest_of::<P>(&state)
 }
 
 /// `hash_elements(elements)` as miden-crypto's sponge (see the module docs).
 pub(crate) fn hash_elements<P: Permutation>(elements: &[Felt]) -> Digest {
     let mut state: State = [0; STATE_WIDTH];
-    state[LENGTH_SLOT] = field::to_mont((elements.len() % RATE) as u64);
+    state[LENGTH_SLOT] = P::enter((elements.len() % RATE) as u64);
     for chunk in elements.chunks(RATE) {
         for (i, slot) in state[..RATE].iter_mut().enumerate() {
-            *slot = chunk.get(i).map_or(0, |e| field::to_mont(e.as_u64()));
+            *slot = chunk.get(i).map_or(0, |e| P::enter(e.as_u64()));
         }
         P::permute(&mut state);
     }
-    digest_of(&state)
+    digest_of::<P>(&state)
 }
 
 /// The canonical digest `s[0..4]`.
-fn digest_of(state: &State) -> Digest {
-    Digest::new(std::array::from_fn(|i| {
-        Felt::new(field::from_mont(state[i]))
-    }))
+fn digest_of<P: Permutation>(state: &State) -> Digest {
+    Digest::new(std::array::from_fn(|i| Felt::new(P::leave(state[i]))))
 }
 
 /// `x^7` for every element.
@@ -69,7 +80,7 @@ pub(crate) fn sbox(state: &mut State) {
 
 /// Applies `P` to a canonical state, converting to and from Montgomery form.
 pub(crate) fn permute_canonical<P: Permutation>(state: &mut [Felt; STATE_WIDTH]) {
-    let mut mont = state.map(|x| field::to_mont(x.as_u64()));
-    P::permute(&mut mont);
-    *state = mont.map(|x| Felt::new(field::from_mont(x)));
+    let mut held = state.map(|x| P::enter(x.as_u64()));
+    P::permute(&mut held);
+    *state = held.map(|x| Felt::new(P::leave(x)));
 }
