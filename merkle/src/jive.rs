@@ -14,7 +14,7 @@
 use crate::digest::Digest;
 use crate::field::{self, Felt, add_any};
 use crate::hasher::{Hasher, sealed};
-use crate::rescue::{pow_inv_alpha, pow7, to_mont_table};
+use crate::rescue::{cyclic, fold, negacyclic, pow_inv_alpha, pow7, to_mont_table, unfold};
 
 /// Elements in the permutation state.
 pub const STATE_WIDTH: usize = 8;
@@ -208,23 +208,50 @@ fn permute_mont(state: &mut State) {
 }
 
 /// `state = MDS state + ark`: each input split into 32-bit halves, each half-vector
-/// multiplied exactly over the integers (coefficients sum to 96, so sums stay below 2^39), and
-/// `lo + 2^32 hi + ark` reduced once.
+/// multiplied exactly over the integers by [`mds_integer`], and `lo + 2^32 hi + ark` reduced
+/// once.
 #[inline(always)]
 fn mds_add(state: &mut State, ark: &State) {
-    let product = |half: State| -> State {
-        std::array::from_fn(|i| {
-            (0..STATE_WIDTH).fold(0, |acc, j| {
-                acc + MDS_ROW[(j + STATE_WIDTH - i) % STATE_WIDTH] * half[j]
-            })
-        })
-    };
-    let lo = product(state.map(|x| x & 0xffff_ffff));
-    let hi = product(state.map(|x| x >> 32));
+    let lo = mds_integer(state.map(|x| x & 0xffff_ffff));
+    let hi = mds_integer(state.map(|x| x >> 32));
     for (i, out) in state.iter_mut().enumerate() {
+        // lo, hi < 96 * 2^32 < 2^39: the sum is below 2^72.
         let sum = u128::from(lo[i]) + (u128::from(hi[i]) << 32) + u128::from(ark[i]);
         *out = field::reduce96(sum);
     }
+}
+
+/// The circulant product `y[i] = sum_j MDS_ROW[(j - i) mod 8] x[j]` over the integers, for
+/// `x[j] < 2^32`: `y = x h mod (t^8 - 1)` with `h[k] = MDS_ROW[-k mod 8]`, split by the
+/// Chinese remainder theorem into a cyclic and a negacyclic product of length 4 (32 small
+/// products instead of 64), recombined as `2y = (u + v, u - v)`.
+#[inline(always)]
+fn mds_integer(x: State) -> State {
+    let (sum, difference) = fold::<STATE_WIDTH, 4>(x.map(|v| v as i64));
+    let twice: State = unfold(
+        cyclic(sum, MDS_KERNEL_CYCLIC),
+        negacyclic(difference, MDS_KERNEL_NEGACYCLIC),
+    )
+    .map(|v: i64| v as u64);
+    twice.map(|v| v >> 1)
+}
+
+/// `h mod (t^4 - 1)`, `h` as in [`mds_integer`].
+const MDS_KERNEL_CYCLIC: [i64; 4] = mds_kernel(1);
+/// `h mod (t^4 + 1)`.
+const MDS_KERNEL_NEGACYCLIC: [i64; 4] = mds_kernel(-1);
+
+/// `h[k] + sign h[k + 4]` for `k < 4`, `h[k] = MDS_ROW[-k mod 8]`.
+const fn mds_kernel(sign: i64) -> [i64; 4] {
+    let mut kernel = [0; 4];
+    let mut k = 0;
+    while k < 4 {
+        let h = MDS_ROW[(STATE_WIDTH - k) % STATE_WIDTH] as i64;
+        let h4 = MDS_ROW[(STATE_WIDTH - k - 4) % STATE_WIDTH] as i64;
+        kernel[k] = h + sign * h4;
+        k += 1;
+    }
+    kernel
 }
 
 impl Hasher for RpJive64_256 {

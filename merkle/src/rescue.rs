@@ -406,7 +406,7 @@ const MDS_KERNEL_NEGACYCLIC_6: [i64; 6] = [-1, -1, 4, -2, -1, -8];
 
 /// Splits `x` (length `2n`) into `x mod (t^n - 1)` and `x mod (t^n + 1)`.
 #[inline(always)]
-fn fold<const N2: usize, const N: usize>(x: [i64; N2]) -> ([i64; N], [i64; N]) {
+pub(crate) fn fold<const N2: usize, const N: usize>(x: [i64; N2]) -> ([i64; N], [i64; N]) {
     let mut sum = [0; N];
     let mut difference = [0; N];
     for j in 0..N {
@@ -419,7 +419,7 @@ fn fold<const N2: usize, const N: usize>(x: [i64; N2]) -> ([i64; N], [i64; N]) {
 /// Recombines halved residues: the inverse of [`fold`] up to the factor 2 that the kernels
 /// already absorbed.
 #[inline(always)]
-fn unfold<const N: usize, const N2: usize>(u: [i64; N], v: [i64; N]) -> [i64; N2] {
+pub(crate) fn unfold<const N: usize, const N2: usize>(u: [i64; N], v: [i64; N]) -> [i64; N2] {
     let mut y = [0; N2];
     for j in 0..N {
         y[j] = u[j] + v[j];
@@ -430,7 +430,7 @@ fn unfold<const N: usize, const N2: usize>(u: [i64; N], v: [i64; N]) -> [i64; N2
 
 /// `x h mod (t^n - 1)`.
 #[inline(always)]
-fn cyclic<const N: usize>(x: [i64; N], h: [i64; N]) -> [i64; N] {
+pub(crate) fn cyclic<const N: usize>(x: [i64; N], h: [i64; N]) -> [i64; N] {
     let mut y = [0; N];
     for i in 0..N {
         for j in 0..N {
@@ -442,7 +442,7 @@ fn cyclic<const N: usize>(x: [i64; N], h: [i64; N]) -> [i64; N] {
 
 /// `x h mod (t^n + 1)`: a term wrapping past `t^n` changes sign.
 #[inline(always)]
-fn negacyclic<const N: usize>(x: [i64; N], h: [i64; N]) -> [i64; N] {
+pub(crate) fn negacyclic<const N: usize>(x: [i64; N], h: [i64; N]) -> [i64; N] {
     let mut y = [0; N];
     for i in 0..N {
         for j in 0..N {
