@@ -1,8 +1,11 @@
-//! The CUDA backend: the kernels of `merkle/cuda/merkle.cu`, run through `kernels`.
+//! The CUDA backend: the kernels of `merkle/cuda/`, one module per hasher, run through
+//! `kernels`.
 //!
 //! A tree of `n` leaves lives on the device as its `2n`-digest node array, and each level is
-//! one launch. The permutation is compute-bound and long (about 110k instructions), so how a
-//! level is spread matters more than memory traffic:
+//! one launch; each hasher's [`DeviceHasher`] names its module, kernels, launch shapes and
+//! constants. Rpo256, Rpx256, Poseidon2 and RpJive64_256 run one thread per hash with the
+//! state in registers (not yet tuned). Rp64_256's permutation is compute-bound and long
+//! (about 110k instructions), so how a level is spread matters more than memory traffic:
 //!
 //! - levels of at least [`QUAD_MIN_MERGES`] merges (over all trees of a batch) run a quad of
 //!   lanes per merge, three state elements and three independent S-box chains per lane: few
