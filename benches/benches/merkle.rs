@@ -9,12 +9,24 @@
 //!   elements (`cuda` includes the upload of the rows and the download of the digests);
 //! - `prove-batch/cpu/...`, `verify-batch/cpu/...`: batch proofs of 64 random leaves.
 //!
+//! Groups `merkle-rpo256`, `merkle-rpx256`, `merkle-poseidon2` and `merkle-rpjive64_256` do
+//! the same for the other hashers, ours beside the reference's own hash (miden-crypto 0.28.1,
+//! winter-crypto 0.13.1):
+//! - `merge/{cpu,<reference>}`: one merge on one thread, throughput in merges;
+//! - `hash-elements/{cpu,<reference>}/100`: one hash of 100 elements on one thread;
+//! - `build/{cpu,<reference>}/2^k` (k = 10, 14, 16): a tree from host leaves, where the
+//!   reference builds trees (miden-crypto's `MerkleTree` for Poseidon2, winter-crypto's for
+//!   RpJive64_256);
+//! - `hash-rows/cpu/4096x100`;
+//! - `build/cuda/2^k` (k = 10..24) and `hash-rows/cuda/<rows>x<width>` as for Rp64_256.
+//!
 //! Without a GPU the CUDA ids are skipped with a message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use benches::merkle::{digests, felts};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use merkle::{Cpu, MerkleBackend, MerkleTree};
+use merkle::{Cpu, Digest, Felt, Hasher, MerkleBackend, MerkleTree};
+use miden_crypto::{Felt as MidenFelt, Word};
 use winter_crypto::hashers::Rp64_256;
 
 fn cpu(c: &mut Criterion) {
@@ -104,5 +116,183 @@ fn cuda(c: &mut Criterion) {
 #[cfg(not(feature = "cuda"))]
 fn cuda(_: &mut Criterion) {}
 
-criterion_group!(benches, cpu, cuda);
+/// The inputs of a hasher's group, for ours and the reference alike.
+struct Inputs {
+    pair: [Digest; 2],
+    row: Vec<Felt>,
+    /// Leaves of the trees, by `log2` of their count.
+    trees: Vec<(u32, Vec<Digest>)>,
+}
+
+type Group<'a> = criterion::BenchmarkGroup<'a, criterion::measurement::WallTime>;
+
+/// One hasher's group: ours on the CPU, then `reference` (which benches the reference
+/// library's `merge/<name>`, `hash-elements/<name>/100` and, where it builds trees,
+/// `build/<name>/2^k` on the same inputs), then ours on the GPU.
+fn hasher_group<H: Hasher>(c: &mut Criterion, hasher: H, reference: impl Fn(&mut Group, &Inputs)) {
+    let mut group = c.benchmark_group(format!("merkle-{}", H::NAME.to_lowercase()));
+    group.sample_size(10);
+    let pair = digests(11, 2);
+    let inputs = Inputs {
+        pair: [pair[0], pair[1]],
+        row: felts(12, 100),
+        trees: [10u32, 14, 16]
+            .into_iter()
+            .map(|log| (log, digests(u64::from(log), 1 << log)))
+            .collect(),
+    };
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("merge/cpu", |b| {
+        b.iter(|| H::merge(&inputs.pair[0], &inputs.pair[1]))
+    });
+    group.bench_function("hash-elements/cpu/100", |b| {
+        b.iter(|| H::hash_elements(&inputs.row))
+    });
+    for (log, leaves) in &inputs.trees {
+        group.throughput(Throughput::Elements(1 << log));
+        group.bench_function(BenchmarkId::new("build/cpu", format!("2^{log}")), |b| {
+            b.iter(|| MerkleTree::build_with(hasher, &Cpu, leaves).unwrap())
+        });
+    }
+    let (rows, width) = (1usize << 12, 100usize);
+    let elements = felts(7, rows * width);
+    let mut out = vec![Digest::default(); rows];
+    group.throughput(Throughput::Elements((rows * width) as u64));
+    group.bench_function(
+        BenchmarkId::new("hash-rows/cpu", format!("{rows}x{width}")),
+        |b| {
+            b.iter(|| {
+                Cpu.hash_rows_with(hasher, &elements, width, &mut out)
+                    .unwrap()
+            })
+        },
+    );
+    reference(&mut group, &inputs);
+    #[cfg(feature = "cuda")]
+    cuda_hasher(&mut group, hasher);
+    group.finish();
+}
+
+/// The GPU half of [`hasher_group`].
+#[cfg(feature = "cuda")]
+fn cuda_hasher<H: Hasher>(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    hasher: H,
+) {
+    let gpu = match merkle::Cuda::new() {
+        Ok(gpu) => gpu,
+        Err(why) => {
+            eprintln!("merkle: skipping the CUDA benches of {}: {why}", H::NAME);
+            return;
+        }
+    };
+    for log in (10u32..=24).step_by(2) {
+        let leaves = digests(u64::from(log), 1 << log);
+        let mut device = gpu.upload_leaves_with(hasher, &leaves, 1).unwrap();
+        group.throughput(Throughput::Elements(1 << log));
+        group.bench_function(BenchmarkId::new("build/cuda", format!("2^{log}")), |b| {
+            b.iter(|| {
+                gpu.build_device(&mut device).unwrap();
+                device.cap(0, 0).unwrap()
+            })
+        });
+    }
+    for (rows, width) in [(1usize << 12, 100usize), (1 << 20, 8), (1 << 20, 100)] {
+        let elements = felts(7, rows * width);
+        let mut out = vec![Digest::default(); rows];
+        group.throughput(Throughput::Elements((rows * width) as u64));
+        group.bench_function(
+            BenchmarkId::new("hash-rows/cuda", format!("{rows}x{width}")),
+            |b| {
+                b.iter(|| {
+                    gpu.hash_rows_with(hasher, &elements, width, &mut out)
+                        .unwrap()
+                })
+            },
+        );
+    }
+}
+
+fn miden_word(digest: &Digest) -> Word {
+    Word::new(digest.to_u64s().map(|v| MidenFelt::new(v).unwrap()))
+}
+
+/// The reference side of a miden-crypto hasher's group.
+fn miden_reference(
+    merge: fn(&[Word; 2]) -> Word,
+    hash_elements: fn(&[MidenFelt]) -> Word,
+    build_trees: bool,
+) -> impl Fn(&mut Group, &Inputs) {
+    move |group, inputs| {
+        let pair = inputs.pair.each_ref().map(miden_word);
+        let row: Vec<MidenFelt> = inputs
+            .row
+            .iter()
+            .map(|e| MidenFelt::new(e.as_u64()).unwrap())
+            .collect();
+        group.throughput(Throughput::Elements(1));
+        group.bench_function("merge/miden", |b| b.iter(|| merge(&pair)));
+        group.bench_function("hash-elements/miden/100", |b| {
+            b.iter(|| hash_elements(&row))
+        });
+        if build_trees {
+            for (log, leaves) in &inputs.trees {
+                let leaves: Vec<Word> = leaves.iter().map(miden_word).collect();
+                group.throughput(Throughput::Elements(1 << log));
+                group.bench_function(BenchmarkId::new("build/miden", format!("2^{log}")), |b| {
+                    b.iter(|| miden_crypto::merkle::MerkleTree::new(leaves.clone()).unwrap())
+                });
+            }
+        }
+    }
+}
+
+fn rpo256(c: &mut Criterion) {
+    use miden_crypto::hash::rpo::Rpo256;
+    let reference = miden_reference(Rpo256::merge, Rpo256::hash_elements::<MidenFelt>, false);
+    hasher_group(c, merkle::Rpo256, reference);
+}
+
+fn rpx256(c: &mut Criterion) {
+    use miden_crypto::hash::rpx::Rpx256;
+    let reference = miden_reference(Rpx256::merge, Rpx256::hash_elements::<MidenFelt>, false);
+    hasher_group(c, merkle::Rpx256, reference);
+}
+
+/// miden-crypto's `MerkleTree` hashes with Poseidon2: the reference builds trees here.
+fn poseidon2(c: &mut Criterion) {
+    use miden_crypto::hash::poseidon2::Poseidon2;
+    let reference = miden_reference(
+        Poseidon2::merge,
+        Poseidon2::hash_elements::<MidenFelt>,
+        true,
+    );
+    hasher_group(c, merkle::Poseidon2, reference);
+}
+
+fn rp_jive64_256(c: &mut Criterion) {
+    use winter_crypto::hashers::RpJive64_256;
+    use winter_crypto::{ElementHasher, Hasher as _};
+    use winter_math::fields::f64::BaseElement;
+    type JiveDigest = <RpJive64_256 as winter_crypto::Hasher>::Digest;
+    let jive = |d: &Digest| JiveDigest::new(d.elements().map(BaseElement::from));
+    hasher_group(c, merkle::RpJive64_256, |group, inputs| {
+        let pair = inputs.pair.each_ref().map(jive);
+        let row: Vec<BaseElement> = inputs.row.iter().map(|&e| BaseElement::from(e)).collect();
+        group.throughput(Throughput::Elements(1));
+        group.bench_function("merge/winter", |b| b.iter(|| RpJive64_256::merge(&pair)));
+        group.bench_function("hash-elements/winter/100", |b| {
+            b.iter(|| RpJive64_256::hash_elements(&row))
+        });
+        for (log, leaves) in &inputs.trees {
+            let leaves: Vec<JiveDigest> = leaves.iter().map(jive).collect();
+            group.throughput(Throughput::Elements(1 << log));
+            group.bench_function(BenchmarkId::new("build/winter", format!("2^{log}")), |b| {
+                b.iter(|| winter_crypto::MerkleTree::<RpJive64_256>::new(leaves.clone()).unwrap())
+            });
+        }
+    });
+}
+
+criterion_group!(benches, cpu, cuda, rpo256, rpx256, poseidon2, rp_jive64_256);
 criterion_main!(benches);

@@ -5,7 +5,7 @@ use rayon::prelude::*;
 use crate::digest::Digest;
 use crate::error::Error;
 use crate::field::Felt;
-use crate::rescue::{hash_elements, merge};
+use crate::hasher::Hasher;
 use crate::{MerkleBackend, check_batch, check_rows};
 
 /// The fewest merges (or rows) per rayon task. A merge costs a few microseconds, far more than
@@ -32,26 +32,37 @@ impl MerkleBackend for Cpu {
         format!("cpu ({} threads)", rayon::current_num_threads())
     }
 
-    fn build_nodes(&self, nodes: &mut [Digest], leaves_per_tree: usize) -> Result<(), Error> {
+    fn build_nodes_with<H: Hasher>(
+        &self,
+        _hasher: H,
+        nodes: &mut [Digest],
+        leaves_per_tree: usize,
+    ) -> Result<(), Error> {
         check_batch(nodes.len(), leaves_per_tree)?;
         nodes
             .par_chunks_mut(2 * leaves_per_tree)
-            .for_each(build_tree_nodes);
+            .for_each(build_tree_nodes::<H>);
         Ok(())
     }
 
-    fn hash_rows(&self, elements: &[Felt], width: usize, out: &mut [Digest]) -> Result<(), Error> {
+    fn hash_rows_with<H: Hasher>(
+        &self,
+        _hasher: H,
+        elements: &[Felt],
+        width: usize,
+        out: &mut [Digest],
+    ) -> Result<(), Error> {
         check_rows(elements.len(), width, out.len())?;
         out.par_iter_mut()
             .zip(elements.par_chunks(width))
             .with_min_len(MERGES_PER_TASK)
-            .for_each(|(digest, row)| *digest = hash_elements(row));
+            .for_each(|(digest, row)| *digest = H::hash_elements(row));
         Ok(())
     }
 }
 
 /// Fills `nodes[1..n]` of one tree from its leaves in `nodes[n..2n]`, level by level.
-fn build_tree_nodes(nodes: &mut [Digest]) {
+fn build_tree_nodes<H: Hasher>(nodes: &mut [Digest]) {
     let mut parents = nodes.len() / 4;
     while parents >= 1 {
         let (lower, upper) = nodes.split_at_mut(2 * parents);
@@ -59,7 +70,7 @@ fn build_tree_nodes(nodes: &mut [Digest]) {
             .par_iter_mut()
             .zip(upper[..2 * parents].par_chunks_exact(2))
             .with_min_len(MERGES_PER_TASK)
-            .for_each(|(parent, pair)| *parent = merge(&pair[0], &pair[1]));
+            .for_each(|(parent, pair)| *parent = H::merge(&pair[0], &pair[1]));
         parents /= 2;
     }
 }

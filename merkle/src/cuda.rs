@@ -1,8 +1,11 @@
-//! The CUDA backend: the kernels of `merkle/cuda/merkle.cu`, run through `kernels`.
+//! The CUDA backend: the kernels of `merkle/cuda/`, one module per hasher, run through
+//! `kernels`.
 //!
 //! A tree of `n` leaves lives on the device as its `2n`-digest node array, and each level is
-//! one launch. The permutation is compute-bound and long (about 110k instructions), so how a
-//! level is spread matters more than memory traffic:
+//! one launch; each hasher's [`DeviceHasher`] names its module, kernels, launch shapes and
+//! constants. Rpo256, Rpx256, Poseidon2 and RpJive64_256 run one thread per hash with the
+//! state in registers (not yet tuned). Rp64_256's permutation is compute-bound and long
+//! (about 110k instructions), so how a level is spread matters more than memory traffic:
 //!
 //! - levels of at least [`QUAD_MIN_MERGES`] merges (over all trees of a batch) run a quad of
 //!   lanes per merge, three state elements and three independent S-box chains per lane: few
@@ -11,17 +14,20 @@
 //! - smaller levels, where that would leave most of the GPU idle while a few lanes walk the
 //!   whole permutation, run one state element per lane on half warps (16 lanes per merge).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex};
 
-use crate::source;
+use kernels::source::Module;
 use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, ValidAsZeroBits};
 
 use crate::digest::Digest;
 use crate::error::Error;
 use crate::field::Felt;
-use crate::rescue::{ARK1_MONT, ARK2_MONT, ROUNDS, STATE_WIDTH};
+use crate::hasher::Hasher;
+use crate::rescue::Rp64_256;
 use crate::tree::MerkleTree;
-use crate::{MerkleBackend, check_batch, check_rows, leaves_per_tree, tree_rows};
+use crate::{MerkleBackend, check_batch, check_rows, leaves_per_tree, source, tree_rows};
 
 /// Levels with at least this many merges run a quad of lanes per merge (`merkle_merge_level`);
 /// smaller ones 16 lanes per merge. Measured on an H100 per level: 2^12 merges take 61 µs on
@@ -30,12 +36,26 @@ const QUAD_MIN_MERGES: u64 = 1 << 13;
 
 /// Lanes per merge of `merkle_merge_level` (and per row of `merkle_hash_rows`), and their
 /// block size (256 measured against 128 on an H100: 2^20 leaves 8.14 -> 7.92 ms).
-const QUAD_LANES: u64 = 4;
-const QUAD_THREADS: u32 = 256;
+const QUAD: LaunchShape = LaunchShape {
+    lanes: 4,
+    threads: 256,
+};
 
 /// Lanes per merge of the split kernel (`SPLIT_LANES` in merkle.cu) and its block size.
-const SPLIT_LANES: u64 = 16;
-const SPLIT_THREADS: u32 = 256;
+const SPLIT: LaunchShape = LaunchShape {
+    lanes: 16,
+    threads: 256,
+};
+
+/// One thread per hash, the shape of every kernel of `sponge.cuh` (not yet tuned).
+const ONE_PER_THREAD: LaunchShape = LaunchShape {
+    lanes: 1,
+    threads: 128,
+};
+
+/// 64-bit words in [`ConstantBank`]: the most any hasher needs (Rp64_256, Rpo256 and Rpx256:
+/// two tables of 7 x 12).
+const CONSTANT_WORDS: usize = 168;
 
 // SAFETY: `Felt` is a `#[repr(transparent)]` u64, and every bit pattern the kernels write is
 // a canonical value (they reduce before storing); zero is a valid element.
@@ -47,21 +67,144 @@ unsafe impl DeviceRepr for Digest {}
 // SAFETY: all-zero bits are the zero digest.
 unsafe impl ValidAsZeroBits for Digest {}
 
-/// The kernels' `RescueConstants` parameter: the round constants in Montgomery form (the
-/// kernels' permutation works on Montgomery forms, as the CPU's does), passed by value.
+/// The kernels' constants parameter (`ConstantBank` in sponge.cuh, `RescueConstants` in
+/// merkle.cu, both 168 words): a hasher's round constants in Montgomery form (the kernels
+/// work on Montgomery forms, as the CPU code does), laid out as its module reads them, zeros
+/// after. Passed by value, so the Rust crate holds the only copy of the constants.
+#[derive(Debug, Clone, Copy)]
 #[repr(C)]
-struct RescueConstants {
-    ark1: [[u64; STATE_WIDTH]; ROUNDS],
-    ark2: [[u64; STATE_WIDTH]; ROUNDS],
+pub(crate) struct ConstantBank([u64; CONSTANT_WORDS]);
+
+// SAFETY: a `#[repr(C)]` array of u64, laid out as the kernels' constant structs.
+unsafe impl DeviceRepr for ConstantBank {}
+
+/// Builds a [`ConstantBank`] from tables laid end to end.
+struct BankBuilder {
+    words: [u64; CONSTANT_WORDS],
+    len: usize,
 }
 
-// SAFETY: a `#[repr(C)]` struct of u64 arrays, laid out as `RescueConstants` in merkle.cu.
-unsafe impl DeviceRepr for RescueConstants {}
+impl BankBuilder {
+    const fn new() -> Self {
+        BankBuilder {
+            words: [0; CONSTANT_WORDS],
+            len: 0,
+        }
+    }
 
-const CONSTANTS: RescueConstants = RescueConstants {
-    ark1: ARK1_MONT,
-    ark2: ARK2_MONT,
+    /// Appends `table` row by row.
+    const fn table<const W: usize, const R: usize>(mut self, table: &[[u64; W]; R]) -> Self {
+        let mut r = 0;
+        while r < R {
+            let mut c = 0;
+            while c < W {
+                self.words[self.len] = table[r][c];
+                self.len += 1;
+                c += 1;
+            }
+            r += 1;
+        }
+        self
+    }
+
+    const fn done(self) -> ConstantBank {
+        ConstantBank(self.words)
+    }
+}
+
+/// Lanes per hash and threads per block of a kernel.
+#[derive(Debug, Clone, Copy)]
+struct LaunchShape {
+    lanes: u64,
+    threads: u32,
+}
+
+impl LaunchShape {
+    fn grid(self, hashes: u64) -> Grid {
+        Grid::cover(hashes * self.lanes, self.threads)
+    }
+}
+
+/// How the CUDA backend runs one hasher: its module, the kernels of a tree level (one for
+/// large levels, one for those of fewer than `wide_min_merges` merges) and of row hashing,
+/// with their shapes, and its constants. Every level kernel takes `(Digest* trees, u64
+/// leaves_per_tree, u64 parents, u64 merges, ConstantBank)`, every row kernel `(const u64*
+/// elements, u64 rows, u32 width, Digest* out, u64 first, ConstantBank)`.
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceHasher {
+    module: Module,
+    wide: (&'static str, LaunchShape),
+    narrow: (&'static str, LaunchShape),
+    wide_min_merges: u64,
+    rows: (&'static str, LaunchShape),
+    constants: ConstantBank,
+}
+
+/// Rp64_256: quads of lanes, half warps near the root (merkle.cu).
+pub(crate) const RP64_256: DeviceHasher = DeviceHasher {
+    module: source::MERKLE,
+    wide: ("merkle_merge_level", QUAD),
+    narrow: ("merkle_merge_level_split", SPLIT),
+    wide_min_merges: QUAD_MIN_MERGES,
+    rows: ("merkle_hash_rows", QUAD),
+    constants: BankBuilder::new()
+        .table(&crate::rescue::ARK1_MONT)
+        .table(&crate::rescue::ARK2_MONT)
+        .done(),
 };
+
+/// A hasher of one thread per hash: the kernels `merge_level` and `hash_rows` of `module`.
+const fn one_per_thread(module: Module, constants: ConstantBank) -> DeviceHasher {
+    DeviceHasher {
+        module,
+        wide: ("merge_level", ONE_PER_THREAD),
+        narrow: ("merge_level", ONE_PER_THREAD),
+        wide_min_merges: 0,
+        rows: ("hash_rows", ONE_PER_THREAD),
+        constants,
+    }
+}
+
+/// Rpo256 (rpo.cu): ARK1 then ARK2.
+pub(crate) const RPO256: DeviceHasher = one_per_thread(
+    source::RPO,
+    BankBuilder::new()
+        .table(&crate::rpo::ARK1_MONT)
+        .table(&crate::rpo::ARK2_MONT)
+        .done(),
+);
+
+/// Rpx256 (rpx.cu): Rpo256's constants.
+pub(crate) const RPX256: DeviceHasher = one_per_thread(source::RPX, RPO256.constants);
+
+/// Poseidon2 (poseidon2.cu): initial external, internal, terminal external constants, then
+/// the internal matrix's diagonal.
+pub(crate) const POSEIDON2: DeviceHasher = one_per_thread(
+    source::POSEIDON2,
+    BankBuilder::new()
+        .table(&crate::poseidon2::EXTERNAL_INITIAL_MONT)
+        .table(&[crate::poseidon2::INTERNAL_MONT])
+        .table(&crate::poseidon2::EXTERNAL_TERMINAL_MONT)
+        .table(&[crate::poseidon2::MATRIX_DIAGONAL_MONT])
+        .done(),
+);
+
+/// RpJive64_256 (jive.cu): ARK1 then ARK2.
+pub(crate) const RP_JIVE64_256: DeviceHasher = one_per_thread(
+    source::JIVE,
+    BankBuilder::new()
+        .table(&crate::jive::ARK1_MONT)
+        .table(&crate::jive::ARK2_MONT)
+        .done(),
+);
+
+/// One hasher's kernels, loaded.
+#[derive(Debug, Clone)]
+struct HasherKernels {
+    wide: Kernel,
+    narrow: Kernel,
+    rows: Kernel,
+}
 
 /// The CUDA backend on one GPU. Kernels are compiled (or read from the cache) when it is made.
 ///
@@ -78,21 +221,22 @@ const CONSTANTS: RescueConstants = RescueConstants {
 #[derive(Debug, Clone)]
 pub struct Cuda {
     gpu: Arc<Gpu>,
-    merge_level: Kernel,
-    merge_level_split: Kernel,
-    hash_rows: Kernel,
+    /// Each hasher's kernels by name, loaded on first use (Rp64_256's when made).
+    loaded: Arc<Mutex<HashMap<&'static str, HasherKernels>>>,
 }
 
-/// One or more Merkle trees of equal size in device memory, as consecutive `2n`-digest node
-/// arrays. Made by [`Cuda::upload_leaves`] or [`Cuda::hash_rows_to_device`], filled by
-/// [`Cuda::build_device`]; the tree data stays on the GPU until read back.
+/// One or more Merkle trees of equal size in device memory, hashed with `H`, as consecutive
+/// `2n`-digest node arrays. Made by [`Cuda::upload_leaves_with`] or
+/// [`Cuda::hash_rows_to_device_with`], filled by [`Cuda::build_device`]; the tree data stays
+/// on the GPU until read back.
 #[derive(Debug)]
-pub struct DeviceTrees {
+pub struct DeviceTrees<H: Hasher = Rp64_256> {
     nodes: DeviceBuffer<Digest>,
     leaves_per_tree: usize,
+    hasher: PhantomData<H>,
 }
 
-impl DeviceTrees {
+impl<H: Hasher> DeviceTrees<H> {
     /// Number of trees.
     pub fn tree_count(&self) -> usize {
         self.nodes.len() / (2 * self.leaves_per_tree)
@@ -123,7 +267,7 @@ impl DeviceTrees {
     }
 
     /// Copies every tree back to the host.
-    pub fn download(&self) -> Result<Vec<MerkleTree>, Error> {
+    pub fn download(&self) -> Result<Vec<MerkleTree<H>>, Error> {
         let mut nodes = vec![Digest::default(); self.nodes.len()];
         self.nodes.copy_to_host(&mut nodes)?;
         Ok(nodes
@@ -141,15 +285,28 @@ impl Cuda {
 
     /// The backend on a GPU handle the caller opened (to pick a device or share one).
     pub fn on(gpu: Arc<Gpu>) -> Result<Self, Error> {
-        let merge_level = gpu.kernel(&source::MERKLE, "merkle_merge_level")?;
-        let merge_level_split = gpu.kernel(&source::MERKLE, "merkle_merge_level_split")?;
-        let hash_rows = gpu.kernel(&source::MERKLE, "merkle_hash_rows")?;
-        Ok(Self {
+        let cuda = Self {
             gpu,
-            merge_level,
-            merge_level_split,
-            hash_rows,
-        })
+            loaded: Arc::default(),
+        };
+        cuda.kernels::<Rp64_256>()?;
+        Ok(cuda)
+    }
+
+    /// The kernels of `H`, loaded (and compiled, or read from the cache) on first use.
+    fn kernels<H: Hasher>(&self) -> Result<HasherKernels, Error> {
+        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(kernels) = loaded.get(H::NAME) {
+            return Ok(kernels.clone());
+        }
+        let device = H::DEVICE;
+        let kernels = HasherKernels {
+            wide: self.gpu.kernel(&device.module, device.wide.0)?,
+            narrow: self.gpu.kernel(&device.module, device.narrow.0)?,
+            rows: self.gpu.kernel(&device.module, device.rows.0)?,
+        };
+        loaded.insert(H::NAME, kernels.clone());
+        Ok(kernels)
     }
 
     /// The GPU this backend runs on.
@@ -157,9 +314,19 @@ impl Cuda {
         &self.gpu
     }
 
-    /// Copies `trees` trees' worth of leaves (tree 0's, then tree 1's, ...) into a new
-    /// device node array, ready for [`Cuda::build_device`].
+    /// [`Cuda::upload_leaves_with`] for Rp64_256.
     pub fn upload_leaves(&self, leaves: &[Digest], trees: usize) -> Result<DeviceTrees, Error> {
+        self.upload_leaves_with(Rp64_256, leaves, trees)
+    }
+
+    /// Copies `trees` trees' worth of leaves (tree 0's, then tree 1's, ...) into a new
+    /// device node array of trees hashed with `hasher`, ready for [`Cuda::build_device`].
+    pub fn upload_leaves_with<H: Hasher>(
+        &self,
+        _hasher: H,
+        leaves: &[Digest],
+        trees: usize,
+    ) -> Result<DeviceTrees<H>, Error> {
         let per_tree = leaves_per_tree(leaves.len(), trees)?;
         let mut nodes = self.gpu.alloc_zeroed(2 * leaves.len())?;
         for (tree, tree_leaves) in leaves.chunks_exact(per_tree).enumerate() {
@@ -168,49 +335,57 @@ impl Cuda {
         Ok(DeviceTrees {
             nodes,
             leaves_per_tree: per_tree,
+            hasher: PhantomData,
         })
     }
 
-    /// Hashes the rows of `elements` (row-major, `width` columns, a power-of-two number of
-    /// rows) on the GPU straight into the leaves of a new device tree.
+    /// [`Cuda::hash_rows_to_device_with`] for Rp64_256.
     pub fn hash_rows_to_device(
         &self,
         elements: &[Felt],
         width: usize,
     ) -> Result<DeviceTrees, Error> {
+        self.hash_rows_to_device_with(Rp64_256, elements, width)
+    }
+
+    /// Hashes the rows of `elements` (row-major, `width` columns, a power-of-two number of
+    /// rows) with `hasher` on the GPU straight into the leaves of a new device tree.
+    pub fn hash_rows_to_device_with<H: Hasher>(
+        &self,
+        _hasher: H,
+        elements: &[Felt],
+        width: usize,
+    ) -> Result<DeviceTrees<H>, Error> {
         let rows = tree_rows(elements.len(), width)?;
         let input = self.gpu.upload(elements)?;
         let mut nodes = self.gpu.alloc_zeroed(2 * rows)?;
-        self.launch_hash_rows(&input, width, &mut nodes, rows)?;
+        self.launch_hash_rows::<H>(&input, width, &mut nodes, rows)?;
         Ok(DeviceTrees {
             nodes,
             leaves_per_tree: rows,
+            hasher: PhantomData,
         })
     }
 
     /// Fills in the internal nodes of every tree in `trees` from their leaves. Returns once
     /// the work is queued; reading anything back waits for it.
-    pub fn build_device(&self, trees: &mut DeviceTrees) -> Result<(), Error> {
+    pub fn build_device<H: Hasher>(&self, trees: &mut DeviceTrees<H>) -> Result<(), Error> {
+        let device = H::DEVICE;
+        let kernels = self.kernels::<H>()?;
         let leaves = trees.leaves_per_tree as u64;
         let mut parents = leaves / 2;
         while parents >= 1 {
             let merges = trees.tree_count() as u64 * parents;
-            let (kernel, grid) = if merges >= QUAD_MIN_MERGES {
-                (
-                    &self.merge_level,
-                    Grid::cover(merges * QUAD_LANES, QUAD_THREADS),
-                )
+            let (kernel, grid) = if merges >= device.wide_min_merges {
+                (&kernels.wide, device.wide.1.grid(merges))
             } else {
-                (
-                    &self.merge_level_split,
-                    Grid::cover(merges * SPLIT_LANES, SPLIT_THREADS),
-                )
+                (&kernels.narrow, device.narrow.1.grid(merges))
             };
-            // SAFETY: arguments match `merkle_merge_level[_split](Digest*, u64, u64, u64,
-            // RescueConstants)`; merge g (< merges) reads nodes 2i, 2i + 1 and writes node i,
-            // i = parents + g % parents, of tree g / parents, inside `trees.nodes`; the grid
-            // covers `merges` merges (`Grid::cover` never caps below that for these sizes,
-            // which fit in memory).
+            // SAFETY: arguments match the level kernels' `(Digest*, u64, u64, u64,
+            // ConstantBank)` (see `DeviceHasher`); merge g (< merges) reads nodes 2i, 2i + 1
+            // and writes node i, i = parents + g % parents, of tree g / parents, inside
+            // `trees.nodes`; the grid covers `merges` merges (`Grid::cover` never caps below
+            // that for these sizes, which fit in memory).
             unsafe {
                 self.gpu
                     .launch(kernel, grid)
@@ -218,7 +393,7 @@ impl Cuda {
                     .value(&leaves)
                     .value(&parents)
                     .value(&merges)
-                    .value(&CONSTANTS)
+                    .value(&device.constants)
                     .run()?;
             }
             parents /= 2;
@@ -226,8 +401,8 @@ impl Cuda {
         Ok(())
     }
 
-    /// Queues `out[first + r] = hash_elements(row r)` for the `rows` rows in `elements`.
-    fn launch_hash_rows(
+    /// Queues `out[first + r] = H::hash_elements(row r)` for the `rows` rows in `elements`.
+    fn launch_hash_rows<H: Hasher>(
         &self,
         elements: &DeviceBuffer<Felt>,
         width: usize,
@@ -247,21 +422,20 @@ impl Cuda {
             width,
         })?;
         let (rows, first) = (rows as u64, first as u64);
-        // SAFETY: arguments match `merkle_hash_rows(const u64*, u64, u32, Digest*, u64,
-        // RescueConstants)`; quad r reads row r (`width` elements inside `elements`) and
-        // writes digest `first + r`, inside `out` as checked above.
+        let device = H::DEVICE;
+        let kernels = self.kernels::<H>()?;
+        // SAFETY: arguments match the row kernels' `(const u64*, u64, u32, Digest*, u64,
+        // ConstantBank)` (see `DeviceHasher`); the lanes of row r read row r (`width` elements
+        // inside `elements`) and write digest `first + r`, inside `out` as checked above.
         unsafe {
             self.gpu
-                .launch(
-                    &self.hash_rows,
-                    Grid::cover(rows * QUAD_LANES, QUAD_THREADS),
-                )
+                .launch(&kernels.rows, device.rows.1.grid(rows))
                 .buffer(elements)
                 .value(&rows)
                 .value(&width32)
                 .buffer_mut(out)
                 .value(&first)
-                .value(&CONSTANTS)
+                .value(&device.constants)
                 .run()?;
         }
         Ok(())
@@ -273,12 +447,18 @@ impl MerkleBackend for Cuda {
         format!("cuda: {}", self.gpu.info().name)
     }
 
-    fn build_nodes(&self, nodes: &mut [Digest], leaves_per_tree: usize) -> Result<(), Error> {
+    fn build_nodes_with<H: Hasher>(
+        &self,
+        _hasher: H,
+        nodes: &mut [Digest],
+        leaves_per_tree: usize,
+    ) -> Result<(), Error> {
         check_batch(nodes.len(), leaves_per_tree)?;
         let trees = nodes.len() / (2 * leaves_per_tree);
-        let mut device = DeviceTrees {
+        let mut device = DeviceTrees::<H> {
             nodes: self.gpu.alloc_zeroed(nodes.len())?,
             leaves_per_tree,
+            hasher: PhantomData,
         };
         for tree in 0..trees {
             let leaves = (2 * tree + 1) * leaves_per_tree;
@@ -296,33 +476,45 @@ impl MerkleBackend for Cuda {
         Ok(())
     }
 
-    fn hash_rows(&self, elements: &[Felt], width: usize, out: &mut [Digest]) -> Result<(), Error> {
+    fn hash_rows_with<H: Hasher>(
+        &self,
+        _hasher: H,
+        elements: &[Felt],
+        width: usize,
+        out: &mut [Digest],
+    ) -> Result<(), Error> {
         check_rows(elements.len(), width, out.len())?;
         if out.is_empty() {
             return Ok(());
         }
         let input = self.gpu.upload(elements)?;
         let mut digests = self.gpu.alloc_zeroed(out.len())?;
-        self.launch_hash_rows(&input, width, &mut digests, 0)?;
+        self.launch_hash_rows::<H>(&input, width, &mut digests, 0)?;
         digests.copy_to_host(out)?;
         Ok(())
     }
 
-    fn build_nodes_from_rows(
+    fn build_nodes_from_rows_with<H: Hasher>(
         &self,
+        hasher: H,
         elements: &[Felt],
         width: usize,
         nodes: &mut [Digest],
     ) -> Result<(), Error> {
         check_rows(elements.len(), width, nodes.len() / 2)?;
-        let mut device = self.hash_rows_to_device(elements, width)?;
+        let mut device = self.hash_rows_to_device_with(hasher, elements, width)?;
         self.build_device(&mut device)?;
         device.nodes.copy_to_host(nodes)?;
         Ok(())
     }
 
-    fn build_cap(&self, leaves: &[Digest], height: u32) -> Result<Vec<Digest>, Error> {
-        let mut device = self.upload_leaves(leaves, 1)?;
+    fn build_cap_with<H: Hasher>(
+        &self,
+        hasher: H,
+        leaves: &[Digest],
+        height: u32,
+    ) -> Result<Vec<Digest>, Error> {
+        let mut device = self.upload_leaves_with(hasher, leaves, 1)?;
         self.build_device(&mut device)?;
         device.cap(0, height)
     }

@@ -1,18 +1,26 @@
-//! Rescue Prime (Rp64_256) hashing and Merkle trees on the CPU and on CUDA GPUs,
-//! bit-compatible with winter-crypto 0.13.1.
+//! The algebraic hashes of Goldilocks STARK provers, and Merkle trees over them, on the CPU
+//! and on CUDA GPUs: Rp64_256 and RpJive64_256 bit-compatible with winter-crypto 0.13.1,
+//! Rpo256, Rpx256 and Poseidon2 bit-compatible with miden-crypto 0.28.1.
 //!
-//! It follows section "merkle: Rescue Prime Rp64_256" of the workspace's `SPEC.md`:
+//! It follows section "merkle: algebraic hashes over Goldilocks" of the workspace's `SPEC.md`:
 //!
 //! - [`Felt`]: the Goldilocks field p = 2^64 - 2^32 + 1, canonical form at the API;
-//! - [`rescue`]: the Rp64_256 permutation, [`rescue::merge`] and [`rescue::hash_elements`],
-//!   equal to winter-crypto's `Rp64_256::merge` and `Rp64_256::hash_elements`;
+//! - the [`Hasher`]s, each with `merge` and `hash_elements` equal to its reference's:
+//!   [`Rp64_256`] ([`rescue`], with its permutation and constants), [`RpJive64_256`]
+//!   ([`jive`]: Jive compression on an 8-element state), [`Rpo256`] ([`rpo`]), [`Rpx256`]
+//!   ([`rpx`]) and [`Poseidon2`] ([`poseidon2`], the hash of miden-crypto's `MerkleTree`).
+//!   The miden-crypto hashers use its sponge layout since 0.21.0 (rate `s[0..8]`, capacity
+//!   `s[8..12]`, digest `s[0..4]`; older releases give other digests);
 //! - [`MerkleTree`]: trees from leaf digests or from rows of elements, in one call or as a
 //!   batch of equal-size trees; root, every node, a Merkle cap; single paths and compact
-//!   [`BatchProof`]s with their CPU verification.
+//!   [`BatchProof`]s with their CPU verification. `MerkleTree<H>` is generic over the hasher
+//!   (Rp64_256 when unnamed): the `_with` constructors take the hasher as a value.
 //!
 //! Every build goes through the [`MerkleBackend`] trait, implemented by [`Cpu`] (rayon),
 //! [`Cuda`] (feature `cuda`, on by default) and [`Backend`], which picks the GPU when one
-//! is usable. Results are identical on every backend.
+//! is usable. Results are identical on every backend. On the GPU Rp64_256 runs its tuned
+//! kernels (a quad of lanes per merge); the other hashers run one thread per hash with the
+//! state in registers, not yet tuned.
 //!
 //! # Example
 //!
@@ -39,11 +47,29 @@
 //! `Rp64_256`, so a Winterfell prover commits with this crate's trees (on the GPU when one is
 //! present) by naming it as its vector commitment.
 //!
+//! # Other hashers
+//!
+//! ```
+//! use merkle::{Cpu, Digest, Felt, Hasher, MerkleTree, Poseidon2};
+//!
+//! # fn main() -> Result<(), merkle::Error> {
+//! let leaves: Vec<Digest> = (0..8u32).map(|i| Digest::new([Felt::from(i); 4])).collect();
+//! // miden-crypto's `MerkleTree::new` gives the same root for these leaves.
+//! let tree = MerkleTree::build_with(Poseidon2, &Cpu, &leaves)?;
+//! assert_eq!(tree.nodes()[7], Poseidon2::merge(&leaves[6], &leaves[7]));
+//! let path = tree.prove(6)?;
+//! MerkleTree::verify_with(Poseidon2, tree.root(), 6, &leaves[6], &path)?;
+//! # Ok(()) }
+//! ```
+//!
 //! # Cross-checking
 //!
-//! `tests/winter.rs` compares hashes, trees, paths and batch proofs with winter-crypto on
-//! random inputs; `tests/gpu.rs` (ignored without a GPU) compares the CUDA backend with the
-//! CPU one.
+//! `tests/winter.rs` compares Rp64_256 and RpJive64_256 hashes, trees, paths and batch
+//! proofs with winter-crypto on random inputs; `tests/miden.rs` compares Rpo256, Rpx256 and
+//! Poseidon2 (constants, permutations, `merge`, `hash_elements`) with miden-crypto, and
+//! Poseidon2 trees and paths with its `MerkleTree`; `tests/hashers.rs` checks trees, proofs
+//! and caps of every hasher; `tests/gpu.rs` (ignored without a GPU) compares the CUDA backend
+//! with the CPU one for every hasher.
 
 #![cfg_attr(not(feature = "cuda"), forbid(unsafe_code))]
 
@@ -53,10 +79,16 @@ mod cuda;
 mod digest;
 mod error;
 mod field;
+mod hasher;
+pub mod jive;
+pub mod poseidon2;
 mod proof;
 pub mod rescue;
+pub mod rpo;
+pub mod rpx;
 #[cfg(feature = "cuda")]
 pub mod source;
+mod sponge;
 mod tree;
 #[cfg(feature = "winter")]
 pub mod winter;
@@ -67,45 +99,97 @@ pub use cuda::Cuda;
 pub use digest::Digest;
 pub use error::Error;
 pub use field::{Felt, MODULUS};
+pub use hasher::Hasher;
+pub use jive::RpJive64_256;
+pub use poseidon2::Poseidon2;
 pub use proof::BatchProof;
+pub use rescue::Rp64_256;
+pub use rpo::Rpo256;
+pub use rpx::Rpx256;
 pub use tree::{MerkleTree, flatten_rows, pad_leaves};
 
-/// Builds Merkle trees and hashes rows: the operation every backend provides.
+/// Builds Merkle trees and hashes rows with any [`Hasher`]: the operation every backend
+/// provides.
 ///
 /// The methods work on the node-array layout of [`MerkleTree`] so that the caller owns the
-/// memory; most users call [`MerkleTree::build`], [`MerkleTree::build_batch`] and
-/// [`MerkleTree::from_rows`] instead.
+/// memory; most users call [`MerkleTree::build_with`], [`MerkleTree::build_batch_with`] and
+/// [`MerkleTree::from_rows_with`] instead. Each `_with` method takes the hasher as a value
+/// (`Rpo256`, `Poseidon2`, ...); the methods without the suffix are the same for Rp64_256.
 pub trait MerkleBackend {
     /// A human-readable name ("cpu (16 threads)", "cuda: NVIDIA H100 ...").
     fn name(&self) -> String;
 
     /// `nodes` holds one or more trees of `leaves_per_tree` leaves each, back to back, each
     /// as `2 * leaves_per_tree` digests with its leaves in the upper half. Fills in every
-    /// internal node (`nodes[1..leaves_per_tree]` of each tree).
-    fn build_nodes(&self, nodes: &mut [Digest], leaves_per_tree: usize) -> Result<(), Error>;
+    /// internal node (`nodes[1..leaves_per_tree]` of each tree), hashing with `hasher`.
+    fn build_nodes_with<H: Hasher>(
+        &self,
+        hasher: H,
+        nodes: &mut [Digest],
+        leaves_per_tree: usize,
+    ) -> Result<(), Error>;
 
-    /// `out[j] = hash_elements(row j)` for the row-major matrix of `width` columns in
+    /// `out[j] = H::hash_elements(row j)` for the row-major matrix of `width` columns in
     /// `elements`; `out` has one digest per row.
-    fn hash_rows(&self, elements: &[Felt], width: usize, out: &mut [Digest]) -> Result<(), Error>;
+    fn hash_rows_with<H: Hasher>(
+        &self,
+        hasher: H,
+        elements: &[Felt],
+        width: usize,
+        out: &mut [Digest],
+    ) -> Result<(), Error>;
 
     /// Fills `nodes` (the `2n` node array of one tree) from the rows of `elements`: the leaves
     /// are the row hashes, then every internal node. Backends may fuse the two steps.
+    fn build_nodes_from_rows_with<H: Hasher>(
+        &self,
+        hasher: H,
+        elements: &[Felt],
+        width: usize,
+        nodes: &mut [Digest],
+    ) -> Result<(), Error> {
+        let leaves = nodes.len() / 2;
+        self.hash_rows_with(hasher, elements, width, &mut nodes[leaves..])?;
+        self.build_nodes_with(hasher, nodes, leaves)
+    }
+
+    /// The Merkle cap of height `height` (the `2^height` nodes of that level) of the tree over
+    /// `leaves`, for callers that keep only the cap. Backends may skip bringing the other
+    /// nodes back.
+    fn build_cap_with<H: Hasher>(
+        &self,
+        hasher: H,
+        leaves: &[Digest],
+        height: u32,
+    ) -> Result<Vec<Digest>, Error> {
+        Ok(MerkleTree::build_with(hasher, self, leaves)?
+            .cap(height)?
+            .to_vec())
+    }
+
+    /// [`MerkleBackend::build_nodes_with`] for Rp64_256.
+    fn build_nodes(&self, nodes: &mut [Digest], leaves_per_tree: usize) -> Result<(), Error> {
+        self.build_nodes_with(Rp64_256, nodes, leaves_per_tree)
+    }
+
+    /// [`MerkleBackend::hash_rows_with`] for Rp64_256.
+    fn hash_rows(&self, elements: &[Felt], width: usize, out: &mut [Digest]) -> Result<(), Error> {
+        self.hash_rows_with(Rp64_256, elements, width, out)
+    }
+
+    /// [`MerkleBackend::build_nodes_from_rows_with`] for Rp64_256.
     fn build_nodes_from_rows(
         &self,
         elements: &[Felt],
         width: usize,
         nodes: &mut [Digest],
     ) -> Result<(), Error> {
-        let leaves = nodes.len() / 2;
-        self.hash_rows(elements, width, &mut nodes[leaves..])?;
-        self.build_nodes(nodes, leaves)
+        self.build_nodes_from_rows_with(Rp64_256, elements, width, nodes)
     }
 
-    /// The Merkle cap of height `height` (the `2^height` nodes of that level) of the tree over
-    /// `leaves`, for callers that keep only the cap. Backends may skip bringing the other
-    /// nodes back.
+    /// [`MerkleBackend::build_cap_with`] for Rp64_256.
     fn build_cap(&self, leaves: &[Digest], height: u32) -> Result<Vec<Digest>, Error> {
-        Ok(MerkleTree::build(self, leaves)?.cap(height)?.to_vec())
+        self.build_cap_with(Rp64_256, leaves, height)
     }
 }
 
@@ -181,40 +265,60 @@ impl Backend {
         }
         Backend::Cpu(Cpu)
     }
+}
 
-    fn as_dyn(&self) -> &dyn MerkleBackend {
-        match self {
-            Backend::Cpu(cpu) => cpu,
+/// Runs `$call` on the backend inside a [`Backend`].
+macro_rules! on_backend {
+    ($backend:expr, $inner:ident => $call:expr) => {
+        match $backend {
+            Backend::Cpu($inner) => $call,
             #[cfg(feature = "cuda")]
-            Backend::Cuda(cuda) => cuda,
+            Backend::Cuda($inner) => $call,
         }
-    }
+    };
 }
 
 impl MerkleBackend for Backend {
     fn name(&self) -> String {
-        self.as_dyn().name()
+        on_backend!(self, b => b.name())
     }
 
-    fn build_nodes(&self, nodes: &mut [Digest], leaves_per_tree: usize) -> Result<(), Error> {
-        self.as_dyn().build_nodes(nodes, leaves_per_tree)
-    }
-
-    fn hash_rows(&self, elements: &[Felt], width: usize, out: &mut [Digest]) -> Result<(), Error> {
-        self.as_dyn().hash_rows(elements, width, out)
-    }
-
-    fn build_nodes_from_rows(
+    fn build_nodes_with<H: Hasher>(
         &self,
+        hasher: H,
+        nodes: &mut [Digest],
+        leaves_per_tree: usize,
+    ) -> Result<(), Error> {
+        on_backend!(self, b => b.build_nodes_with(hasher, nodes, leaves_per_tree))
+    }
+
+    fn hash_rows_with<H: Hasher>(
+        &self,
+        hasher: H,
+        elements: &[Felt],
+        width: usize,
+        out: &mut [Digest],
+    ) -> Result<(), Error> {
+        on_backend!(self, b => b.hash_rows_with(hasher, elements, width, out))
+    }
+
+    fn build_nodes_from_rows_with<H: Hasher>(
+        &self,
+        hasher: H,
         elements: &[Felt],
         width: usize,
         nodes: &mut [Digest],
     ) -> Result<(), Error> {
-        self.as_dyn().build_nodes_from_rows(elements, width, nodes)
+        on_backend!(self, b => b.build_nodes_from_rows_with(hasher, elements, width, nodes))
     }
 
-    fn build_cap(&self, leaves: &[Digest], height: u32) -> Result<Vec<Digest>, Error> {
-        self.as_dyn().build_cap(leaves, height)
+    fn build_cap_with<H: Hasher>(
+        &self,
+        hasher: H,
+        leaves: &[Digest],
+        height: u32,
+    ) -> Result<Vec<Digest>, Error> {
+        on_backend!(self, b => b.build_cap_with(hasher, leaves, height))
     }
 }
 

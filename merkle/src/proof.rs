@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 
 use crate::digest::Digest;
 use crate::error::Error;
-use crate::rescue::merge;
+use crate::hasher::Hasher;
+use crate::rescue::Rp64_256;
 use crate::tree::MerkleTree;
 
 /// The deepest tree a batch proof may describe.
@@ -62,7 +63,7 @@ fn leaf_pairs(places: &BTreeMap<usize, usize>) -> Vec<usize> {
     pairs
 }
 
-impl MerkleTree {
+impl<H: Hasher> MerkleTree<H> {
     /// A batch proof for the leaves at `indexes` (any order, no repeats).
     pub fn prove_batch(&self, indexes: &[usize]) -> Result<BatchProof, Error> {
         let leaves = self.leaf_count();
@@ -101,8 +102,9 @@ impl MerkleTree {
     }
 
     /// Checks that `proof` opens `leaves[i]` at `indexes[i]` for every `i` in the tree with
-    /// root `root`.
-    pub fn verify_batch(
+    /// root `root`, hashed with `hasher`.
+    pub fn verify_batch_with(
+        _hasher: H,
         root: &Digest,
         indexes: &[usize],
         leaves: &[Digest],
@@ -149,7 +151,10 @@ impl MerkleTree {
                     None => next_in(group)?,
                 };
             }
-            known.push(((width + pair) >> 1, merge(&pair_leaves[0], &pair_leaves[1])));
+            known.push((
+                (width + pair) >> 1,
+                H::merge(&pair_leaves[0], &pair_leaves[1]),
+            ));
         }
         for _ in 1..proof.depth {
             let mut parents = Vec::with_capacity(known.len());
@@ -164,9 +169,9 @@ impl MerkleTree {
                     _ => next_in(i)?,
                 };
                 let parent = if position & 1 == 0 {
-                    merge(&node, &sibling)
+                    H::merge(&node, &sibling)
                 } else {
-                    merge(&sibling, &node)
+                    H::merge(&sibling, &node)
                 };
                 parents.push((position >> 1, parent));
                 i += 1;
@@ -182,5 +187,17 @@ impl MerkleTree {
             [(1, computed)] if computed == root => Ok(()),
             _ => Err(Error::InvalidProof),
         }
+    }
+}
+
+impl MerkleTree<Rp64_256> {
+    /// [`MerkleTree::verify_batch_with`] for Rp64_256.
+    pub fn verify_batch(
+        root: &Digest,
+        indexes: &[usize],
+        leaves: &[Digest],
+        proof: &BatchProof,
+    ) -> Result<(), Error> {
+        Self::verify_batch_with(Rp64_256, root, indexes, leaves, proof)
     }
 }

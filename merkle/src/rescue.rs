@@ -8,6 +8,29 @@
 
 use crate::digest::Digest;
 use crate::field::{self, Felt};
+use crate::hasher::{Hasher, sealed};
+
+/// Rescue Prime Rp64_256, the hash of winter-crypto's `Rp64_256`: [`merge`] and
+/// [`hash_elements`] as a [`Hasher`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Rp64_256;
+
+impl Hasher for Rp64_256 {
+    const NAME: &'static str = "Rp64_256";
+
+    fn merge(left: &Digest, right: &Digest) -> Digest {
+        merge(left, right)
+    }
+
+    fn hash_elements(elements: &[Felt]) -> Digest {
+        hash_elements(elements)
+    }
+}
+
+impl sealed::Sealed for Rp64_256 {
+    #[cfg(feature = "cuda")]
+    const DEVICE: crate::cuda::DeviceHasher = crate::cuda::RP64_256;
+}
 
 /// Elements in the permutation state.
 pub const STATE_WIDTH: usize = 12;
@@ -237,12 +260,14 @@ pub(crate) const ARK1_MONT: [State; ROUNDS] = to_mont_table(&ARK1);
 pub(crate) const ARK2_MONT: [State; ROUNDS] = to_mont_table(&ARK2);
 
 /// Every entry of `table` in Montgomery form.
-const fn to_mont_table(table: &[State; ROUNDS]) -> [State; ROUNDS] {
-    let mut out = [[0; STATE_WIDTH]; ROUNDS];
+pub(crate) const fn to_mont_table<const W: usize, const R: usize>(
+    table: &[[u64; W]; R],
+) -> [[u64; W]; R] {
+    let mut out = [[0; W]; R];
     let mut r = 0;
-    while r < ROUNDS {
+    while r < R {
         let mut c = 0;
-        while c < STATE_WIDTH {
+        while c < W {
             out[r][c] = field::to_mont_const(table[r][c]);
             c += 1;
         }
@@ -270,8 +295,9 @@ fn permute_mont(state: &mut State) {
     }
 }
 
+/// `x^7` in Montgomery form.
 #[inline(always)]
-fn pow7(x: u64) -> u64 {
+pub(crate) fn pow7(x: u64) -> u64 {
     let x2 = field::mont_mul(x, x);
     let x3 = field::mont_mul(x2, x);
     let x4 = field::mont_mul(x2, x2);
@@ -284,7 +310,7 @@ fn pow7(x: u64) -> u64 {
 /// from `x^P(2) = x^9 = x^7 x^2`. Each step runs over the whole state, so the twelve
 /// independent chains overlap in the pipeline instead of waiting on one another.
 #[inline(always)]
-fn pow_inv_alpha(state: &mut State) {
+pub(crate) fn pow_inv_alpha<const W: usize>(state: &mut [u64; W]) {
     let x = *state;
     let x2 = squared(x, 1);
     let x3 = times(x2, &x);
@@ -302,21 +328,21 @@ fn pow_inv_alpha(state: &mut State) {
 
 /// `a` with every element squared `n` times.
 #[inline(always)]
-fn squared(mut a: State, n: u32) -> State {
+fn squared<const W: usize>(mut a: [u64; W], n: u32) -> [u64; W] {
     square_n(&mut a, n);
     a
 }
 
 /// `a` with every element multiplied by the matching one of `b`.
 #[inline(always)]
-fn times(mut a: State, b: &State) -> State {
+fn times<const W: usize>(mut a: [u64; W], b: &[u64; W]) -> [u64; W] {
     mul_each(&mut a, b);
     a
 }
 
 /// `a[i] *= b[i]` for every element.
 #[inline(always)]
-fn mul_each(a: &mut State, b: &State) {
+fn mul_each<const W: usize>(a: &mut [u64; W], b: &[u64; W]) {
     for (x, &y) in a.iter_mut().zip(b) {
         *x = field::mont_mul(*x, y);
     }
@@ -324,7 +350,7 @@ fn mul_each(a: &mut State, b: &State) {
 
 /// Squares every element `n` times.
 #[inline(always)]
-fn square_n(a: &mut State, n: u32) {
+fn square_n<const W: usize>(a: &mut [u64; W], n: u32) {
     for _ in 0..n {
         for x in a.iter_mut() {
             *x = field::mont_mul(*x, *x);
@@ -337,7 +363,7 @@ fn square_n(a: &mut State, n: u32) {
 /// forms unchanged; each input is split into 32-bit halves, [`mds_integer`] multiplies each
 /// half-vector exactly over the integers, and `lo + 2^32 hi + ark` is reduced.
 #[inline(always)]
-fn mds_add(state: &mut State, ark: &State) {
+pub(crate) fn mds_add(state: &mut State, ark: &State) {
     let lo = mds_integer(state.map(|x| x & 0xffff_ffff));
     let hi = mds_integer(state.map(|x| x >> 32));
     for (i, out) in state.iter_mut().enumerate() {
@@ -380,7 +406,7 @@ const MDS_KERNEL_NEGACYCLIC_6: [i64; 6] = [-1, -1, 4, -2, -1, -8];
 
 /// Splits `x` (length `2n`) into `x mod (t^n - 1)` and `x mod (t^n + 1)`.
 #[inline(always)]
-fn fold<const N2: usize, const N: usize>(x: [i64; N2]) -> ([i64; N], [i64; N]) {
+pub(crate) fn fold<const N2: usize, const N: usize>(x: [i64; N2]) -> ([i64; N], [i64; N]) {
     let mut sum = [0; N];
     let mut difference = [0; N];
     for j in 0..N {
@@ -393,7 +419,7 @@ fn fold<const N2: usize, const N: usize>(x: [i64; N2]) -> ([i64; N], [i64; N]) {
 /// Recombines halved residues: the inverse of [`fold`] up to the factor 2 that the kernels
 /// already absorbed.
 #[inline(always)]
-fn unfold<const N: usize, const N2: usize>(u: [i64; N], v: [i64; N]) -> [i64; N2] {
+pub(crate) fn unfold<const N: usize, const N2: usize>(u: [i64; N], v: [i64; N]) -> [i64; N2] {
     let mut y = [0; N2];
     for j in 0..N {
         y[j] = u[j] + v[j];
@@ -404,7 +430,7 @@ fn unfold<const N: usize, const N2: usize>(u: [i64; N], v: [i64; N]) -> [i64; N2
 
 /// `x h mod (t^n - 1)`.
 #[inline(always)]
-fn cyclic<const N: usize>(x: [i64; N], h: [i64; N]) -> [i64; N] {
+pub(crate) fn cyclic<const N: usize>(x: [i64; N], h: [i64; N]) -> [i64; N] {
     let mut y = [0; N];
     for i in 0..N {
         for j in 0..N {
@@ -416,7 +442,7 @@ fn cyclic<const N: usize>(x: [i64; N], h: [i64; N]) -> [i64; N] {
 
 /// `x h mod (t^n + 1)`: a term wrapping past `t^n` changes sign.
 #[inline(always)]
-fn negacyclic<const N: usize>(x: [i64; N], h: [i64; N]) -> [i64; N] {
+pub(crate) fn negacyclic<const N: usize>(x: [i64; N], h: [i64; N]) -> [i64; N] {
     let mut y = [0; N];
     for i in 0..N {
         for j in 0..N {

@@ -1,44 +1,103 @@
 //! Binary Merkle trees in the array layout of winter-crypto.
 
+use std::marker::PhantomData;
+
 use crate::digest::Digest;
 use crate::error::Error;
 use crate::field::Felt;
-use crate::rescue::merge;
+use crate::hasher::Hasher;
+use crate::rescue::Rp64_256;
 use crate::{MerkleBackend, check_leaf_count, leaves_per_tree, tree_rows};
 
-/// A binary Merkle tree over `n = 2^depth` leaf digests, with every node kept.
+/// A binary Merkle tree over `n = 2^depth` leaf digests, with every node kept, hashed with
+/// `H` (Rp64_256 unless named).
 ///
 /// Nodes live in one array of `2n` digests: `nodes[1]` is the root, `nodes[i] =
-/// merge(nodes[2i], nodes[2i + 1])`, leaf `j` sits at `nodes[n + j]` and `nodes[0]` is unused
-/// (the zero digest). This is the layout of SPEC.md and of winter-crypto's `MerkleTree`, whose
-/// internal-node array is our first half.
+/// H::merge(nodes[2i], nodes[2i + 1])`, leaf `j` sits at `nodes[n + j]` and `nodes[0]` is
+/// unused (the zero digest). This is the layout of SPEC.md and of winter-crypto's
+/// `MerkleTree`, whose internal-node array is our first half.
+///
+/// The constructors and [`MerkleTree::verify_with`] take the hasher as a value
+/// (`MerkleTree::build_with(Poseidon2, &backend, &leaves)`); [`MerkleTree::build`],
+/// [`MerkleTree::build_batch`], [`MerkleTree::from_rows`] and [`MerkleTree::verify`] are the
+/// same for Rp64_256.
 #[derive(Clone, PartialEq, Eq)]
-pub struct MerkleTree {
+pub struct MerkleTree<H: Hasher = Rp64_256> {
     nodes: Vec<Digest>,
+    hasher: PhantomData<H>,
 }
 
-impl std::fmt::Debug for MerkleTree {
+impl<H: Hasher> std::fmt::Debug for MerkleTree<H> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MerkleTree")
+            .field("hasher", &H::NAME)
             .field("leaves", &self.leaf_count())
             .field("root", &self.root())
             .finish()
     }
 }
 
-impl MerkleTree {
-    /// Builds the tree over `leaves` (a power of two, at least 2) on `backend`.
+impl MerkleTree<Rp64_256> {
+    /// [`MerkleTree::build_with`] for Rp64_256.
     pub fn build<B: MerkleBackend + ?Sized>(backend: &B, leaves: &[Digest]) -> Result<Self, Error> {
+        Self::build_with(Rp64_256, backend, leaves)
+    }
+
+    /// [`MerkleTree::build_batch_with`] for Rp64_256.
+    pub fn build_batch<B: MerkleBackend + ?Sized>(
+        backend: &B,
+        leaves: &[Digest],
+        trees: usize,
+    ) -> Result<Vec<Self>, Error> {
+        Self::build_batch_with(Rp64_256, backend, leaves, trees)
+    }
+
+    /// [`MerkleTree::from_rows_with`] for Rp64_256.
+    pub fn from_rows<B: MerkleBackend + ?Sized>(
+        backend: &B,
+        elements: &[Felt],
+        width: usize,
+    ) -> Result<Self, Error> {
+        Self::from_rows_with(Rp64_256, backend, elements, width)
+    }
+
+    /// [`MerkleTree::verify_with`] for Rp64_256.
+    pub fn verify(
+        root: &Digest,
+        index: usize,
+        leaf: &Digest,
+        path: &[Digest],
+    ) -> Result<(), Error> {
+        Self::verify_with(Rp64_256, root, index, leaf, path)
+    }
+}
+
+impl<H: Hasher> MerkleTree<H> {
+    /// Wraps a complete node array (the caller guarantees the layout).
+    pub(crate) fn from_node_array(nodes: Vec<Digest>) -> Self {
+        MerkleTree {
+            nodes,
+            hasher: PhantomData,
+        }
+    }
+
+    /// Builds the tree over `leaves` (a power of two, at least 2) with `hasher` on `backend`.
+    pub fn build_with<B: MerkleBackend + ?Sized>(
+        hasher: H,
+        backend: &B,
+        leaves: &[Digest],
+    ) -> Result<Self, Error> {
         check_leaf_count(leaves.len())?;
         let mut nodes = vec![Digest::default(); 2 * leaves.len()];
         nodes[leaves.len()..].copy_from_slice(leaves);
-        backend.build_nodes(&mut nodes, leaves.len())?;
-        Ok(MerkleTree { nodes })
+        backend.build_nodes_with(hasher, &mut nodes, leaves.len())?;
+        Ok(Self::from_node_array(nodes))
     }
 
     /// Builds `trees` trees of equal size in one call: `leaves` holds the leaves of tree 0,
     /// then those of tree 1, and so on.
-    pub fn build_batch<B: MerkleBackend + ?Sized>(
+    pub fn build_batch_with<B: MerkleBackend + ?Sized>(
+        hasher: H,
         backend: &B,
         leaves: &[Digest],
         trees: usize,
@@ -51,26 +110,25 @@ impl MerkleTree {
         {
             tree[per_tree..].copy_from_slice(tree_leaves);
         }
-        backend.build_nodes(&mut nodes, per_tree)?;
+        backend.build_nodes_with(hasher, &mut nodes, per_tree)?;
         Ok(nodes
             .chunks_exact(2 * per_tree)
-            .map(|tree| MerkleTree {
-                nodes: tree.to_vec(),
-            })
+            .map(|tree| Self::from_node_array(tree.to_vec()))
             .collect())
     }
 
-    /// Builds the tree whose leaf `j` is `hash_elements(row j)`, for a row-major matrix of
+    /// Builds the tree whose leaf `j` is `H::hash_elements(row j)`, for a row-major matrix of
     /// `width` columns held in `elements` (a power-of-two number of rows, at least 2).
-    pub fn from_rows<B: MerkleBackend + ?Sized>(
+    pub fn from_rows_with<B: MerkleBackend + ?Sized>(
+        hasher: H,
         backend: &B,
         elements: &[Felt],
         width: usize,
     ) -> Result<Self, Error> {
         let leaves = tree_rows(elements.len(), width)?;
         let mut nodes = vec![Digest::default(); 2 * leaves];
-        backend.build_nodes_from_rows(elements, width, &mut nodes)?;
-        Ok(MerkleTree { nodes })
+        backend.build_nodes_from_rows_with(hasher, elements, width, &mut nodes)?;
+        Ok(Self::from_node_array(nodes))
     }
 
     /// The root.
@@ -125,8 +183,10 @@ impl MerkleTree {
         Ok(path)
     }
 
-    /// Checks that `path` (as from [`MerkleTree::prove`]) leads from `leaf` at `index` to `root`.
-    pub fn verify(
+    /// Checks that `path` (as from [`MerkleTree::prove`]) leads from `leaf` at `index` to `root`
+    /// in a tree hashed with `hasher`.
+    pub fn verify_with(
+        _hasher: H,
         root: &Digest,
         index: usize,
         leaf: &Digest,
@@ -145,9 +205,9 @@ impl MerkleTree {
         let mut node = *leaf;
         for sibling in path {
             node = if position & 1 == 0 {
-                merge(&node, sibling)
+                H::merge(&node, sibling)
             } else {
-                merge(sibling, &node)
+                H::merge(sibling, &node)
             };
             position >>= 1;
         }
@@ -156,12 +216,6 @@ impl MerkleTree {
         } else {
             Err(Error::InvalidProof)
         }
-    }
-
-    /// Wraps a complete node array (crate-internal: the caller guarantees the layout).
-    #[cfg(feature = "cuda")]
-    pub(crate) fn from_node_array(nodes: Vec<Digest>) -> Self {
-        MerkleTree { nodes }
     }
 }
 

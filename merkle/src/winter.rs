@@ -26,12 +26,12 @@ use winter_crypto::hashers::Rp64_256;
 use winter_crypto::{BatchMerkleProof, Hasher, VectorCommitment};
 use winter_math::fields::f64::BaseElement;
 
+use crate::Backend;
 use crate::digest::Digest;
 use crate::error::Error;
 use crate::field::Felt;
 use crate::proof::BatchProof;
 use crate::tree::MerkleTree;
-use crate::{Backend, MerkleBackend};
 
 /// winter-crypto's `Rp64_256` digest type (its `ElementDigest`, which the crate does not
 /// export by name).
@@ -136,7 +136,7 @@ impl VectorCommitment<Rp64_256> for GpuMerkleTree {
 
     fn with_options(items: Vec<WinterDigest>, options: CommitOptions) -> Result<Self, Error> {
         let leaves = from_winter_all(&items);
-        let backend: &dyn MerkleBackend = match &options.backend {
+        let backend: &Backend = match &options.backend {
             Some(backend) => backend,
             None => shared_backend(),
         };

@@ -6,7 +6,10 @@
 
 use std::sync::OnceLock;
 
-use merkle::{Cpu, Cuda, Digest, Felt, MODULUS, MerkleBackend, MerkleTree};
+use merkle::{
+    Cpu, Cuda, Digest, Felt, Hasher, MODULUS, MerkleBackend, MerkleTree, Poseidon2, RpJive64_256,
+    Rpo256, Rpx256,
+};
 use proptest::prelude::*;
 use proptest::test_runner::TestRng;
 use rand::Rng;
@@ -108,4 +111,117 @@ fn bad_input_is_an_error_on_the_gpu_too() {
     ));
     let mut out = vec![Digest::default(); 3];
     assert!(cuda().hash_rows(&[Felt::ZERO; 10], 3, &mut out).is_err());
+}
+
+/// Trees, batches (device-resident included), caps and rows of hasher `H` on the GPU against
+/// the CPU: a tree of `2^depth` leaves, a batch of `trees` trees of `2^batch_depth` leaves, and
+/// `2^depth` rows of `width` elements.
+fn check_hasher<H: Hasher>(
+    hasher: H,
+    seed: &[u8; 32],
+    depth: u32,
+    batch_depth: u32,
+    trees: usize,
+    width: usize,
+) -> Result<(), TestCaseError> {
+    let mut rng = rng(seed);
+    let name = H::NAME;
+    let leaves = digests(&mut rng, 1 << depth);
+    let expected = MerkleTree::build_with(hasher, &Cpu, &leaves).unwrap();
+    let got = MerkleTree::build_with(hasher, cuda(), &leaves).unwrap();
+    prop_assert!(got == expected, "{}: tree of depth {}", name, depth);
+    let height = depth / 2;
+    prop_assert_eq!(
+        cuda().build_cap_with(hasher, &leaves, height).unwrap(),
+        expected.cap(height).unwrap()
+    );
+
+    let leaves = digests(&mut rng, trees << batch_depth);
+    let expected = MerkleTree::build_batch_with(hasher, &Cpu, &leaves, trees).unwrap();
+    let got = MerkleTree::build_batch_with(hasher, cuda(), &leaves, trees).unwrap();
+    prop_assert!(
+        got == expected,
+        "{}: {} trees of depth {}",
+        name,
+        trees,
+        batch_depth
+    );
+    let mut device = cuda().upload_leaves_with(hasher, &leaves, trees).unwrap();
+    cuda().build_device(&mut device).unwrap();
+    let roots: Vec<Digest> = expected.iter().map(|t| *t.root()).collect();
+    prop_assert_eq!(device.roots().unwrap(), roots);
+    prop_assert!(device.download().unwrap() == expected);
+
+    let elements = felts(&mut rng, width << depth);
+    let mut expected = vec![Digest::default(); 1 << depth];
+    Cpu.hash_rows_with(hasher, &elements, width, &mut expected)
+        .unwrap();
+    let mut got = vec![Digest::default(); 1 << depth];
+    cuda()
+        .hash_rows_with(hasher, &elements, width, &mut got)
+        .unwrap();
+    prop_assert_eq!(&got, &expected, "{}: rows of width {}", name, width);
+    let tree = MerkleTree::from_rows_with(hasher, cuda(), &elements, width).unwrap();
+    prop_assert!(tree == MerkleTree::build_with(hasher, &Cpu, &expected).unwrap());
+    Ok(())
+}
+
+/// Row widths around each rate (4 for RpJive64_256, 8 for the others) and its multiples.
+fn widths() -> impl Strategy<Value = usize> {
+    prop::sample::select(vec![1usize, 3, 4, 5, 7, 8, 9, 15, 16, 17, 64, 100, 255])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(8))]
+
+    #[test]
+    #[ignore = "requires a CUDA GPU"]
+    fn rpo256_equals_the_cpu(seed: [u8; 32], depth in 1u32..=16, batch_depth in 1u32..=9,
+                             trees in 1usize..=5, width in widths()) {
+        check_hasher(Rpo256, &seed, depth, batch_depth, trees, width)?;
+    }
+
+    #[test]
+    #[ignore = "requires a CUDA GPU"]
+    fn rpx256_equals_the_cpu(seed: [u8; 32], depth in 1u32..=16, batch_depth in 1u32..=9,
+                             trees in 1usize..=5, width in widths()) {
+        check_hasher(Rpx256, &seed, depth, batch_depth, trees, width)?;
+    }
+
+    #[test]
+    #[ignore = "requires a CUDA GPU"]
+    fn poseidon2_equals_the_cpu(seed: [u8; 32], depth in 1u32..=16, batch_depth in 1u32..=9,
+                                trees in 1usize..=5, width in widths()) {
+        check_hasher(Poseidon2, &seed, depth, batch_depth, trees, width)?;
+    }
+
+    #[test]
+    #[ignore = "requires a CUDA GPU"]
+    fn rp_jive64_256_equals_the_cpu(seed: [u8; 32], depth in 1u32..=16, batch_depth in 1u32..=9,
+                                    trees in 1usize..=5, width in widths()) {
+        check_hasher(RpJive64_256, &seed, depth, batch_depth, trees, width)?;
+    }
+}
+
+/// Digests at the field's edges through every hasher's kernels: all zero, all `p - 1`.
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn edge_values_equal_the_cpu() {
+    fn check<H: Hasher>(hasher: H) {
+        for value in [0, 1, MODULUS - 1, MODULUS - 2, 1 << 32, (1 << 32) - 1] {
+            let leaves = vec![Digest::new([Felt::new(value); 4]); 64];
+            let expected = MerkleTree::build_with(hasher, &Cpu, &leaves).unwrap();
+            let got = MerkleTree::build_with(hasher, cuda(), &leaves).unwrap();
+            assert!(got == expected, "{} at {value}", H::NAME);
+            let elements = vec![Felt::new(value); 64 * 11];
+            let got = MerkleTree::from_rows_with(hasher, cuda(), &elements, 11).unwrap();
+            let expected = MerkleTree::from_rows_with(hasher, &Cpu, &elements, 11).unwrap();
+            assert!(got == expected, "{} rows at {value}", H::NAME);
+        }
+    }
+    check(merkle::Rp64_256);
+    check(RpJive64_256);
+    check(Rpo256);
+    check(Rpx256);
+    check(Poseidon2);
 }

@@ -226,3 +226,104 @@ fn the_vector_commitment_equals_winter_cryptos_tree() {
     GpuMerkleTree::verify_many(ours.commitment(), &indexes, &opened, &multi).unwrap();
     assert_eq!(GpuMerkleTree::get_multiproof_domain_len(&multi), 256);
 }
+
+mod jive {
+    //! RpJive64_256 against winter-crypto's.
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use merkle::{Hasher as _, RpJive64_256};
+    use winter_crypto::hashers::RpJive64_256 as WinterJive;
+
+    type JiveDigest = <WinterJive as Hasher>::Digest;
+
+    fn jive(digest: &Digest) -> JiveDigest {
+        JiveDigest::new(to_base(digest.elements()).try_into().unwrap())
+    }
+
+    fn jive_all(digests: &[Digest]) -> Vec<JiveDigest> {
+        digests.iter().map(jive).collect()
+    }
+
+    #[test]
+    fn constants_are_winter_cryptos() {
+        let theirs = |table: &[[BaseElement; 8]; 7]| -> Vec<u64> {
+            table.iter().flatten().map(|e| e.as_int()).collect()
+        };
+        assert_eq!(merkle::jive::ARK1.concat(), theirs(&WinterJive::ARK1));
+        assert_eq!(merkle::jive::ARK2.concat(), theirs(&WinterJive::ARK2));
+        for (row, values) in WinterJive::MDS.iter().enumerate() {
+            for (col, value) in values.iter().enumerate() {
+                let ours = merkle::jive::MDS_ROW[(col + 8 - row) % 8];
+                assert_eq!(ours, value.as_int(), "MDS[{row}][{col}]");
+            }
+        }
+    }
+
+    /// Fixed vectors, computed with winter-crypto 0.13.1 and written here; checked against
+    /// both our hash and winter-crypto's.
+    #[test]
+    fn known_answers() {
+        let counting: Vec<Felt> = (0..8u32).map(Felt::from).collect();
+        let minus_one = vec![Felt::new(MODULUS - 1); 11];
+        let cases = [(&counting, KAT_COUNTING_8), (&minus_one, KAT_MINUS_ONE_11)];
+        for (elements, expected) in cases {
+            assert_eq!(RpJive64_256::hash_elements(elements).to_string(), expected);
+            let theirs = WinterJive::hash_elements(&to_base(elements));
+            let values: Vec<u64> = theirs.as_elements().iter().map(|e| e.as_int()).collect();
+            let digest = Digest::from_u64s(values.try_into().unwrap()).unwrap();
+            assert_eq!(digest.to_string(), expected);
+        }
+    }
+
+    const KAT_COUNTING_8: &str = "77006cd9073ac152e93b4e22f897892f00e833cd336dbcb849f1321e05e1ddaa";
+    const KAT_MINUS_ONE_11: &str =
+        "717fea7fef589a29e29898d2342f320c135f4f7459bb17866b699faf515f7636";
+
+    #[test]
+    fn permutation_matches() {
+        let mut rng = StdRng::seed_from_u64(11);
+        let mut states: Vec<Vec<Felt>> = (0..32).map(|_| random_felts(&mut rng, 8)).collect();
+        states.push(vec![Felt::new(MODULUS - 1); 8]);
+        for felts in states {
+            let mut ours: [Felt; 8] = felts.clone().try_into().unwrap();
+            let mut theirs: [BaseElement; 8] = to_base(&felts).try_into().unwrap();
+            RpJive64_256::permute(&mut ours);
+            WinterJive::apply_permutation(&mut theirs);
+            assert_eq!(to_base(&ours), theirs);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn hash_elements_matches(seed: u64, len in 0usize..40) {
+            let elements = random_felts(&mut StdRng::seed_from_u64(seed), len);
+            let theirs = WinterJive::hash_elements(&to_base(&elements));
+            prop_assert_eq!(jive(&RpJive64_256::hash_elements(&elements)), theirs);
+        }
+
+        #[test]
+        fn merge_matches(seed: u64) {
+            let pair = random_digests(&mut StdRng::seed_from_u64(seed), 2);
+            let theirs = WinterJive::merge(&[jive(&pair[0]), jive(&pair[1])]);
+            prop_assert_eq!(jive(&RpJive64_256::merge(&pair[0], &pair[1])), theirs);
+        }
+    }
+
+    #[test]
+    fn trees_and_paths_match() {
+        let mut rng = StdRng::seed_from_u64(12);
+        for depth in 1..=10u32 {
+            let leaves = random_digests(&mut rng, 1 << depth);
+            let ours = MerkleTree::build_with(RpJive64_256, &Cpu, &leaves).unwrap();
+            let theirs = winter_crypto::MerkleTree::<WinterJive>::new(jive_all(&leaves)).unwrap();
+            assert_eq!(jive(ours.root()), *theirs.root(), "depth {depth}");
+            let index = rng.random_range(0..1usize << depth);
+            let (leaf, path) = theirs.prove(index).unwrap();
+            assert_eq!(leaf, jive(&leaves[index]));
+            assert_eq!(jive_all(&ours.prove(index).unwrap()), path);
+        }
+    }
+}

@@ -1,0 +1,102 @@
+// What the one-thread-per-hash modules share (rpo.cu, rpx.cu, poseidon2.cu, jive.cu): digests,
+// the constants parameter, miden-crypto's sponge on a 12-element state, and the bodies of the
+// tree-level and row-hashing kernels.
+//
+// A hasher is a struct with
+//   static __device__ Digest merge(const Digest& left, const Digest& right, const ConstantBank& c);
+//   static __device__ Digest hash_row(const u64* row, u32 width, const ConstantBank& c);
+// and TREE_KERNELS(Hasher) defines the module's kernels `merge_level` and `hash_rows` for it.
+// The state of one hash lives in registers of one thread, in Montgomery form.
+
+#pragma once
+
+#include "common.cuh"
+#include "goldilocks.cuh"
+
+struct Digest {
+    u64 e[4];
+};
+
+// A hasher's round constants in Montgomery form, laid out as its module reads them (the Rust
+// side's ConstantBank: 168 words, zeros after the last table).
+struct ConstantBank {
+    u64 w[168];
+};
+
+// The sponge of miden-crypto 0.28.1 (Rpo256, Rpx256, Poseidon2): rate s[0..8], capacity
+// s[8..12], digest s[0..4]. P provides `static __device__ void permute(u64* s, const
+// ConstantBank& c)` on a 12-element state.
+template <class P>
+struct MidenSponge {
+    static __device__ __forceinline__ Digest digest(const u64* s) {
+        Digest out;
+#pragma unroll
+        for (int i = 0; i < 4; i++) out.e[i] = from_mont(s[i]);
+        return out;
+    }
+
+    // Permutes [left, right, 0, 0, 0, 0].
+    static __device__ __forceinline__ Digest merge(const Digest& left, const Digest& right,
+                                                   const ConstantBank& c) {
+        u64 s[12];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            s[i] = to_mont(left.e[i]);
+            s[4 + i] = to_mont(right.e[i]);
+            s[8 + i] = 0;
+        }
+        P::permute(s, c);
+        return digest(s);
+    }
+
+    // s[8] = width mod 8; each chunk of eight written into the rate (a final partial chunk
+    // zero-filled), then permuted.
+    static __device__ __forceinline__ Digest hash_row(const u64* row, u32 width,
+                                                      const ConstantBank& c) {
+        u64 s[12];
+#pragma unroll
+        for (int i = 0; i < 12; i++) s[i] = 0;
+        s[8] = small_to_mont(width % 8);
+        for (u32 taken = 0; taken < width; taken += 8) {
+            const u32 chunk = min(width - taken, 8u);
+#pragma unroll
+            for (u32 i = 0; i < 8; i++) s[i] = i < chunk ? to_mont(row[taken + i]) : 0;
+            P::permute(s, c);
+        }
+        return digest(s);
+    }
+};
+
+// One tree level, one thread per merge: parent `parents + g % parents` of tree g / parents
+// from its two children. Trees are arrays of 2n digests (root at 1, node i the parent of 2i
+// and 2i + 1), back to back.
+template <class H>
+__device__ __forceinline__ void merge_level_body(Digest* trees, u64 leaves_per_tree, u64 parents,
+                                                 u64 merges, const ConstantBank& c) {
+    const u64 g = global_thread_index();
+    if (g >= merges) return;
+    Digest* nodes = trees + (g / parents) * 2 * leaves_per_tree;
+    const u64 node = parents + g % parents;
+    nodes[node] = H::merge(nodes[2 * node], nodes[2 * node + 1], c);
+}
+
+// out[first + row] = hash_elements(row) for `rows` rows of `width` elements, row-major, one
+// thread per row.
+template <class H>
+__device__ __forceinline__ void hash_rows_body(const u64* elements, u64 rows, u32 width,
+                                               Digest* out, u64 first, const ConstantBank& c) {
+    const u64 row = global_thread_index();
+    if (row >= rows) return;
+    out[first + row] = H::hash_row(elements + row * width, width, c);
+}
+
+#define TREE_KERNELS(H)                                                                      \
+    extern "C" __global__ void merge_level(Digest* trees, u64 leaves_per_tree, u64 parents,  \
+                                           u64 merges, const __grid_constant__ ConstantBank c) { \
+        merge_level_body<H>(trees, leaves_per_tree, parents, merges, c);                     \
+    }                                                                                        \
+    extern "C" __global__ void hash_rows(const u64* elements, u64 rows, u32 width,           \
+                                         Digest* out, u64 first,                             \
+                                         const __grid_constant__ ConstantBank c) {           \
+        hash_rows_body<H>(elements, rows, width, out, first, c);                             \
+    }
