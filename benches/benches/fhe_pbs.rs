@@ -10,8 +10,10 @@
 //! switch instead of its centered-mean one (what the latter costs); and backends
 //! `cpu-multi-bit-g4` and `cuda-multi-bit-g4`, tfhe-rs's
 //! `PARAM_GPU_MULTI_BIT_GROUP_4_MESSAGE_2_CARRY_2` on the CPU (batches up to 16) and on the
-//! GPU's low-latency engine (batches up to 256). Keys come from a fixed
-//! seed; every output is decrypted and checked once before timing.
+//! GPU (batches up to 4,096). `ks-pbs-batch-device/<backend>/<size>` are batches resident on
+//! the GPU (`Cuda::keyswitch_bootstrap_on_device`, waited for; no transfer), as TFHE-rs's
+//! GPU figures are. Keys come from a fixed seed; every output is decrypted and checked once
+//! before timing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
@@ -85,19 +87,22 @@ fn fhe_pbs(c: &mut Criterion) {
     multi_bit(c);
 }
 
-/// tfhe-rs's GPU multi-bit set with g = 4: the CPU (FFT mode, batches up to 16) and the GPU's
-/// low-latency engine (batches up to 256).
+/// tfhe-rs's GPU multi-bit set with g = 4: the CPU (FFT mode, batches up to 16) and the GPU
+/// (batches up to 4,096, host to host and resident).
 fn multi_bit(c: &mut Criterion) {
     let params = PARAM_GPU_MULTI_BIT_GROUP_4_MESSAGE_2_CARRY_2;
     let mut rng = Csprng::from_seed([0x4d; 32]);
     let client = ClientKey::generate(params, &mut rng);
     let keys = EvaluationKeys::generate(&client, &mut rng);
-    let inputs: Vec<LweCiphertext> = (0..256)
+    let inputs: Vec<LweCiphertext> = (0..4096)
         .map(|i| client.encrypt(i as u64 % 16, &mut rng).unwrap())
         .collect();
     #[cfg(feature = "cuda")]
     match fhe_pbs::Cuda::new(&keys, fhe_pbs::Engine::LowLatency) {
-        Ok(gpu) => bench_backend(c, "cuda-multi-bit-g4", &gpu, &client, &inputs, 256),
+        Ok(gpu) => {
+            bench_backend(c, "cuda-multi-bit-g4", &gpu, &client, &inputs, 4096);
+            bench_device_resident(c, "cuda-multi-bit-g4", &gpu, &client, &inputs, &[256, 4096]);
+        }
         Err(why) => eprintln!("fhe_pbs: no CUDA multi-bit benches: {why}"),
     }
     let cpu = Cpu::new(keys, BlindRotationMode::Fft).unwrap();
@@ -118,6 +123,22 @@ fn cuda(c: &mut Criterion, keys: &EvaluationKeys, client: &ClientKey, inputs: &[
     let max = BATCHES[BATCHES.len() - 1];
     bench_backend(c, "cuda-low-latency", &low_latency, client, inputs, 16);
     bench_backend(c, "cuda-amortized", &amortized, client, inputs, max);
+    bench_device_resident(
+        c,
+        "cuda-amortized",
+        &amortized,
+        client,
+        inputs,
+        &[4096, 16384],
+    );
+    bench_device_resident(
+        c,
+        "cuda-low-latency",
+        &low_latency,
+        client,
+        inputs,
+        &[256, 4096],
+    );
 
     // What the set's centered-mean modulus switch costs: the same keys run with plain rounding.
     let standard = Parameters::new(ParameterSpec {
@@ -140,6 +161,41 @@ fn cuda(c: &mut Criterion, keys: &EvaluationKeys, client: &ClientKey, inputs: &[
     group.bench_function("ks-pbs/cuda-low-latency-standard-switch", |b| {
         b.iter(|| standard_gpu.keyswitch_bootstrap(&inputs[3], &lut).unwrap())
     });
+    group.finish();
+}
+
+/// `ks-pbs-batch-device/<name>/<size>`: KS+PBS of batches already on the GPU, the outputs
+/// left there, timed until the GPU has finished.
+#[cfg(feature = "cuda")]
+fn bench_device_resident(
+    c: &mut Criterion,
+    name: &str,
+    gpu: &fhe_pbs::Cuda,
+    client: &ClientKey,
+    inputs: &[LweCiphertext],
+    sizes: &[usize],
+) {
+    let lut = LookupTable::new(gpu.parameters(), f).unwrap();
+    let mut group = c.benchmark_group("fhe_pbs");
+    group.sample_size(10);
+    for &size in sizes {
+        let on_device = gpu.upload(&inputs[..size]).unwrap();
+        let out = gpu.keyswitch_bootstrap_on_device(&on_device, &lut).unwrap();
+        for (i, ct) in out.to_host().unwrap().iter().enumerate() {
+            assert_eq!(client.decrypt(ct).unwrap(), f(i as u64 % 16), "{name}, {i}");
+        }
+        group.throughput(Throughput::Elements(size as u64));
+        group.bench_function(
+            BenchmarkId::new(format!("ks-pbs-batch-device/{name}"), size),
+            |b| {
+                b.iter(|| {
+                    let out = gpu.keyswitch_bootstrap_on_device(&on_device, &lut).unwrap();
+                    gpu.gpu().synchronize().unwrap();
+                    out
+                })
+            },
+        );
+    }
     group.finish();
 }
 

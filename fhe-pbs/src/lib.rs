@@ -169,7 +169,7 @@ pub mod source;
 pub use bootstrap_key::BootstrapKey;
 pub use cpu::{BlindRotationMode, Cpu};
 #[cfg(feature = "cuda")]
-pub use cuda::{Cuda, Engine, stages};
+pub use cuda::{Cuda, DeviceLweCiphertexts, Engine, stages};
 pub use error::Error;
 #[cfg(feature = "cuda")]
 pub use error::GpuFailure;

@@ -711,3 +711,86 @@ fn multi_bit_output_noise_meets_tfhe_rs_formula(s: &Setup) {
     );
     assert!(ratio < 1.35, "ratio {ratio}");
 }
+
+/// The device-resident stages give, word for word, what the host-to-host batches give (the
+/// same kernels on the same chunks), in one chunk and in several, for the classic sets and a
+/// multi-bit one; stages chained on the device equal the fused KS+PBS; bad inputs are errors.
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn device_resident_batches_equal_the_host_batches() {
+    let mut rng = Csprng::from_seed([46; 32]);
+    let multi_bit = setup("multi-bit g = 3 (test shape)", multi_bit_test_set(3), 64);
+    for s in [test_set(), standard_set(), &multi_bit] {
+        let params = *s.gpu.parameters();
+        let p = params.plaintext_modulus();
+        let table: Vec<u64> = (0..p).map(|_| rng.next_u64() % p).collect();
+        let lut = LookupTable::from_values(&params, &table).unwrap();
+        let inputs: Vec<LweCiphertext> = (0..37)
+            .map(|i| s.client.encrypt(i % p, &mut rng).unwrap())
+            .collect();
+        for gpu in [
+            s.gpu.with_engine(Engine::Auto),
+            s.gpu.with_engine(Engine::Amortized).with_max_chunk(8),
+        ] {
+            let what = format!("{} / {:?}", s.name, gpu.engine());
+            let host = gpu.keyswitch_bootstrap_batch(&inputs, &lut).unwrap();
+            let on_device = gpu.upload(&inputs).unwrap();
+            assert_eq!(on_device.len(), inputs.len());
+            assert_eq!(on_device.dimension(), params.big_lwe_dimension());
+            assert_eq!(on_device.to_host().unwrap(), inputs, "{what}: round trip");
+            let fused = gpu.keyswitch_bootstrap_on_device(&on_device, &lut).unwrap();
+            assert_eq!(fused.to_host().unwrap(), host, "{what}: KS+PBS");
+            for (i, ct) in host.iter().enumerate() {
+                let m = i as u64 % p;
+                assert_eq!(
+                    s.client.decrypt(ct).unwrap(),
+                    table[m as usize],
+                    "{what}: {i}"
+                );
+            }
+            let small = gpu.keyswitch_on_device(&on_device).unwrap();
+            assert_eq!(small.dimension(), params.lwe_dimension());
+            assert_eq!(
+                small.to_host().unwrap(),
+                gpu.keyswitch_batch(&inputs).unwrap(),
+                "{what}: KS"
+            );
+            let chained = gpu.bootstrap_on_device(&small, &lut).unwrap();
+            assert_eq!(chained.to_host().unwrap(), host, "{what}: KS, then PBS");
+
+            // Bad inputs: a stage given the other dimension, a table of another size, a
+            // mixed upload; an empty batch gives an empty one.
+            assert!(matches!(
+                gpu.bootstrap_on_device(&on_device, &lut),
+                Err(Error::DimensionMismatch { .. })
+            ));
+            assert!(matches!(
+                gpu.keyswitch_on_device(&small),
+                Err(Error::DimensionMismatch { .. })
+            ));
+            let other = if params.polynomial_size().0 == 2048 {
+                1024
+            } else {
+                2048
+            };
+            let spec = ParameterSpec {
+                polynomial_size: PolynomialSize(other),
+                ..*PARAM_TEST_INSECURE.spec()
+            };
+            let wrong_lut = LookupTable::new(&Parameters::new(spec).unwrap(), |m| m).unwrap();
+            assert!(matches!(
+                gpu.keyswitch_bootstrap_on_device(&on_device, &wrong_lut),
+                Err(Error::DimensionMismatch { .. })
+            ));
+            let mixed = [inputs[0].clone(), small.to_host().unwrap()[0].clone()];
+            assert!(matches!(
+                gpu.upload(&mixed),
+                Err(Error::DimensionMismatch { .. })
+            ));
+            let empty = gpu.upload(&[]).unwrap();
+            assert!(empty.is_empty());
+            let out = gpu.keyswitch_bootstrap_on_device(&empty, &lut).unwrap();
+            assert!(out.is_empty() && out.to_host().unwrap().is_empty());
+        }
+    }
+}

@@ -77,6 +77,27 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         Ok(())
     }
 
+    /// Copies `len` elements of `src`, from element `src_offset` on, into this buffer from
+    /// element `offset` on. Queued on the stream like a kernel (the host does not wait), so a
+    /// kernel queued after it sees the copied elements. Both buffers must belong to one GPU.
+    pub fn copy_from_device(
+        &mut self,
+        offset: usize,
+        src: &DeviceBuffer<T>,
+        src_offset: usize,
+        len: usize,
+    ) -> Result<()> {
+        check_fits(offset.saturating_add(len), self.len())?;
+        check_fits(src_offset.saturating_add(len), src.len())?;
+        if len == 0 {
+            return Ok(());
+        }
+        let stream = self.slice.stream().clone();
+        let mut range = self.slice.slice_mut(offset..offset + len);
+        stream.memcpy_dtod(&src.slice.slice(src_offset..src_offset + len), &mut range)?;
+        Ok(())
+    }
+
     /// The whole buffer as a host vector.
     pub fn to_host(&self) -> Result<Vec<T>> {
         let stream = self.slice.stream().clone();

@@ -131,6 +131,21 @@ fn buffers_round_trip_and_oversized_allocations_fail_cleanly() {
         Err(GpuError::BufferTooSmall { .. })
     ));
 
+    // Device to device, at offsets, queued on the stream; out-of-range copies are refused.
+    let mut copy = gpu.alloc_zeroed::<u64>(1000).unwrap();
+    copy.copy_from_device(10, &buffer, 500, 989).unwrap();
+    copy.copy_from_device(0, &buffer, 0, 0).unwrap();
+    let back = copy.to_host().unwrap();
+    assert_eq!(back[..10], [0; 10]);
+    assert_eq!(back[10..999], data[500..1489]);
+    assert_eq!(back[999], 0);
+    for (offset, src_offset, len) in [(12, 0, 989), (0, data.len() - 5, 6), (usize::MAX, 0, 1)] {
+        assert!(matches!(
+            copy.copy_from_device(offset, &buffer, src_offset, len),
+            Err(GpuError::BufferTooSmall { .. })
+        ));
+    }
+
     let total = gpu.info().total_memory;
     match gpu.alloc_zeroed::<u8>(total + 1) {
         Err(GpuError::OutOfMemory { requested, free }) => assert!(requested > free),

@@ -23,7 +23,13 @@
 //! (by the cluster kernel itself as it writes its outputs, else a launch of its own), all on
 //! one stream, then one download. No round trip to the host between the stages. The copies
 //! go through page-locked buffers and are queued like the kernels, so the host stages the
-//! next chunk and unpacks the previous one while the GPU works on this one. A run of at most
+//! next chunk and unpacks the previous one while the GPU works on this one.
+//!
+//! Batches can also stay on the device: [`Cuda::upload`] makes [`DeviceLweCiphertexts`], and
+//! [`Cuda::keyswitch_on_device`], [`Cuda::bootstrap_on_device`] and
+//! [`Cuda::keyswitch_bootstrap_on_device`] queue the same stages on them and return their
+//! outputs on the device, without waiting (chunks of a large batch go through
+//! device-to-device copies). A run of at most
 //! 16 ciphertexts queues no copy at all: its first kernel reads the inputs, and the blind
 //! rotation the table, from the page-locked buffers in place, and the last kernel writes the
 //! outputs there (but a key switch alone that sums into device memory with atomics, where
@@ -105,10 +111,12 @@
 //! A multi-bit set ([`crate::PbsKind::MultiBit`]) runs on clusters whatever the engine (it
 //! needs sm_90; [`Cuda::new`] refuses it elsewhere): `fhe_multi_bit_bundles` first builds the
 //! key bundle of every group of every ciphertext of the chunk at once, in the Fourier domain
-//! (`sum_t zeta^(d_t) GGSW_t`, as tfhe-rs's GPU backend does; see `multi_bit.rs`), then the
-//! cluster kernel runs the `n / g` external products `ACC = BUNDLE ⊡ ACC` (no rotation, the
-//! product replacing the accumulator). The bundles take `n / g (k + 1)^2 l N/2` complex values
-//! per ciphertext (15 MB for tfhe-rs's g = 4 set), which bounds the chunks.
+//! (`sum_t zeta^(d_t) GGSW_t`, as tfhe-rs's GPU backend does; see `multi_bit.rs`), each key
+//! value read once for a tile of 32 ciphertexts, then the cluster kernel runs the `n / g`
+//! external products `ACC = BUNDLE ⊡ ACC` (no rotation, the product replacing the
+//! accumulator), one cluster per ciphertext, as many in flight as the GPU holds. The bundles
+//! take `n / g (k + 1)^2 l N/2` complex values per ciphertext (15 MB for tfhe-rs's g = 4
+//! set), which bounds the chunks (at most 1,024 ciphertexts).
 //!
 //! Supported: `k` from 1 to 3, `N` from 512 to 8192, the amortized kernel's shared memory
 //! (about `(k + 1) l N/2 * 17` bytes) within the device's limit (227 KiB on Hopper).
@@ -135,6 +143,7 @@ mod blind_rotation;
 mod keyswitch;
 mod multi_bit;
 mod pipeline;
+mod resident;
 pub mod stages;
 
 use blind_rotation::{
@@ -146,13 +155,17 @@ use keyswitch::{
     keyswitch_key_bytes, keyswitch_rows, keyswitch_shared_bytes, narrow_keyswitch,
     tensor_keyswitch,
 };
-use multi_bit::{MultiBitKernels, device_multi_bit_key, monomial_roots};
+use multi_bit::{MultiBitKernels, MultiBitTables, device_multi_bit_key};
 use pipeline::{Output, Pipeline, Staging, Target, Words};
+pub use resident::DeviceLweCiphertexts;
 
 /// Ciphertexts per chunk of a batch (see [`Cuda::run`]): enough blocks to keep the amortized
 /// blind rotation's waves full, few enough that a batch of 16,384 overlaps host work and
 /// transfers with three quarters of its kernels.
 const CHUNK_CIPHERTEXTS: usize = 4096;
+/// Ciphertexts per chunk of a multi-bit batch: their key bundles take 15 MB each with
+/// tfhe-rs's g = 4 set, and 1,024 already fill the GPU with clusters.
+const MULTI_BIT_CHUNK_CIPHERTEXTS: usize = 1024;
 /// A null `double2*` kernel argument.
 const NULL_DEVICE_POINTER: u64 = 0;
 /// Threads per block of the element-wise kernels.
@@ -199,8 +212,8 @@ pub enum Engine {
 struct DeviceKeys {
     /// The Fourier bootstrap key, `(re, im)` pairs, each polynomial bit-reversed.
     bsk: DeviceBuffer<f64>,
-    /// For a multi-bit set, the exponents of the transform's roots ([`monomial_roots`]).
-    roots: Option<DeviceBuffer<u32>>,
+    /// For a multi-bit set, the tables of the key bundles.
+    multi_bit: Option<MultiBitTables>,
     /// The key-switching key, as [`crate::KeyswitchKey::as_slice`].
     ksk: DeviceBuffer<u64>,
     /// The same key split into bytes for the tensor-core key switch ([`keyswitch_key_bytes`]),
@@ -333,14 +346,14 @@ impl Cuda {
         }
         let kernels = Self::load_kernels(&gpu, &params)?;
         let pbs_levels = params.pbs_decomposition().level_count.0;
-        let (bsk, roots) = match keys.bootstrap_key() {
+        let (bsk, multi_bit) = match keys.bootstrap_key() {
             AnyBootstrapKey::Classic(key) => {
                 let fourier = FourierBootstrapKey::new(key)?;
                 (device_key(&fourier, n / 2, k1 * pbs_levels, k1), None)
             }
             AnyBootstrapKey::MultiBit(key) if kernels.multi_bit.is_some() => (
                 device_multi_bit_key(key, &params)?,
-                Some(gpu.upload(&monomial_roots(params.polynomial_size())?)?),
+                Some(MultiBitTables::upload(&gpu, params.polynomial_size())?),
             ),
             AnyBootstrapKey::MultiBit(_) => {
                 return Err(Error::InvalidParameter {
@@ -359,7 +372,7 @@ impl Cuda {
         };
         let device_keys = DeviceKeys {
             bsk: gpu.upload(&bsk)?,
-            roots,
+            multi_bit,
             ksk: gpu.upload(ksk)?,
             ksk_bytes,
             twist: gpu.upload(&twist)?,

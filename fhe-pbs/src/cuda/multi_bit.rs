@@ -6,8 +6,9 @@
 //! A bundle is built in the Fourier domain: the forward transform evaluates a polynomial at
 //! `N/2` roots `zeta_q` of `X^N + 1`, so the transform of `X^d GGSW_t` is `zeta_q^d` times
 //! the transform of `GGSW_t`, and `zeta_q = exp(i pi r_q / N)` for an odd `r_q` that
-//! [`monomial_roots`] reads off the transform of `X`. The kernel computes `zeta_q^d` from
-//! `r_q d mod 2N` exactly (no powers of rounded values).
+//! [`monomial_roots`] reads off the transform of `X`. The kernel reads `zeta_q^d` from a table
+//! of `exp(i pi a / N)` at `a = r_q d mod 2N`, each entry computed directly (no powers of
+//! rounded values).
 
 use super::*;
 use crate::fft::NegacyclicFft;
@@ -16,7 +17,13 @@ use crate::params::PolynomialSize;
 use blind_rotation::{CLUSTER_LOG_E, key_position};
 use rustfft::num_complex::Complex64;
 
-/// The multi-bit kernels and tables.
+/// Ciphertexts whose bundles one thread of `fhe_multi_bit_bundles` builds: `FHE_BUNDLE_TILE`
+/// in `fhe_multi_bit.cuh` (a test checks that they agree).
+const BUNDLE_TILE: usize = 32;
+/// Threads per block of `fhe_multi_bit_bundles` (at most: the block size divides a GGSW).
+const BUNDLE_THREADS: usize = 256;
+
+/// The multi-bit kernels.
 #[derive(Debug, Clone)]
 pub(super) struct MultiBitKernels {
     /// `fhe_multi_bit_bundles_*`.
@@ -51,6 +58,37 @@ impl MultiBitKernels {
             grouping,
         })
     }
+}
+
+/// The tables of the bundles kernel, resident with the key.
+#[derive(Debug)]
+pub(super) struct MultiBitTables {
+    /// [`monomial_roots`].
+    roots: DeviceBuffer<u32>,
+    /// [`monomial_values`].
+    monomials: DeviceBuffer<f64>,
+}
+
+impl MultiBitTables {
+    /// Both tables for `polynomial_size`, uploaded.
+    pub(super) fn upload(gpu: &Gpu, polynomial_size: PolynomialSize) -> Result<Self, Error> {
+        Ok(Self {
+            roots: gpu.upload(&monomial_roots(polynomial_size)?)?,
+            monomials: gpu.upload(&monomial_values(polynomial_size))?,
+        })
+    }
+}
+
+/// `exp(i pi a / N)` for `a < 2N`, as `(re, im)` pairs: the value of `X^d` at a root
+/// `exp(i pi r / N)` is entry `r d mod 2N`.
+pub(super) fn monomial_values(polynomial_size: PolynomialSize) -> Vec<f64> {
+    let n = polynomial_size.0;
+    (0..2 * n)
+        .flat_map(|a| {
+            let (sine, cosine) = (std::f64::consts::PI * a as f64 / n as f64).sin_cos();
+            [cosine, sine]
+        })
+        .collect()
 }
 
 /// `r_q` for each stored position `q < N/2` of a device-layout polynomial: the transform of
@@ -95,7 +133,7 @@ pub(super) fn device_multi_bit_key(
 
 impl Cuda {
     /// The multi-bit blind rotation of `count` ciphertexts (`small`, switched as they are
-    /// read): bundles, then the cluster kernel; as [`Cuda::blind_rotate_device`]. that the kernels are loaded.
+    /// read): bundles, then the cluster kernel; as [`Cuda::blind_rotate_device`].
     pub(super) fn multi_bit_rotate_device(
         &self,
         mut small: Words<'_>,
@@ -104,7 +142,7 @@ impl Cuda {
         output: Output<'_>,
         extract: bool,
     ) -> Result<Option<DeviceBuffer<u64>>, Error> {
-        let (Some(kernels), Some(roots)) = (&self.kernels.multi_bit, &self.keys.roots) else {
+        let (Some(kernels), Some(tables)) = (&self.kernels.multi_bit, &self.keys.multi_bit) else {
             return Err(Error::InvalidParameter {
                 name: "bootstrap key",
                 reason: "this backend holds no multi-bit key".into(),
@@ -119,34 +157,37 @@ impl Cuda {
         let shape = shape_of(&self.params);
         // SAFETY: the bundles kernel writes every value.
         let mut bundles = unsafe { self.gpu.alloc_uninit::<f64>(2 * total)? };
-        let threads = 256u32;
+        // A power of two at most BUNDLE_THREADS: it divides ggsw_len (N/2 >= 256).
+        let threads = BUNDLE_THREADS.min(ggsw_len);
         let grid = Grid {
-            blocks: to_u32(total.div_ceil(threads as usize)),
-            threads,
+            blocks: to_u32(count.div_ceil(BUNDLE_TILE) * groups * ggsw_len / threads),
+            threads: to_u32(threads),
             shared_bytes: 0,
         };
-        let (grouping, groups_u32, ggsw_u64, total_u64) = (
+        let (grouping, groups_u32, ggsw_u64, count_u32) = (
             to_u32(kernels.grouping),
             to_u32(groups),
             ggsw_len as u64,
-            total as u64,
+            to_u32(count),
         );
         // SAFETY: the arguments match `fhe_multi_bit_bundles_*(FheShape, const u64* small,
-        // const double2* key, const u32* roots, u32 grouping, u32 groups, u64 ggsw_len,
-        // u64 total, double2* bundles)`: `small` holds count (n + 1) words, the key
-        // n / g 2^g GGSWs of ggsw_len complex values, `roots` N/2 words, `bundles` total
-        // complex values; one thread per value (the kernel returns beyond `total`).
+        // const double2* key, const u32* roots, const double2* monomials, u32 grouping,
+        // u32 groups, u64 ggsw_len, u32 count, double2* bundles)`: `small` holds count (n + 1)
+        // words, the key n / g 2^g GGSWs of ggsw_len complex values, `roots` N/2 words,
+        // `monomials` 2N complex values, `bundles` count groups ggsw_len; one thread per key
+        // value and tile of BUNDLE_TILE ciphertexts, the block size dividing ggsw_len.
         unsafe {
             let launch = small
                 .reborrow()
                 .pass(self.gpu.launch(&kernels.bundles, grid).value(&shape));
             launch
                 .buffer(&self.keys.bsk)
-                .buffer(roots)
+                .buffer(&tables.roots)
+                .buffer(&tables.monomials)
                 .value(&grouping)
                 .value(&groups_u32)
                 .value(&ggsw_u64)
-                .value(&total_u64)
+                .value(&count_u32)
                 .buffer_mut(&mut bundles)
                 .run()?;
         }
@@ -193,13 +234,27 @@ impl Cuda {
 mod tests {
     use super::*;
 
-    /// The transform of `X^d` is the roots' `d`-th powers, for every position and `N`.
+    /// The host's tile is the kernel's.
+    #[test]
+    fn bundle_tile_matches_the_kernel() {
+        let header = crate::source::FHE_PBS
+            .headers
+            .iter()
+            .find(|h| h.name == "fhe_multi_bit.cuh")
+            .map(|h| h.text)
+            .unwrap_or_default();
+        assert!(header.contains(&format!("#define FHE_BUNDLE_TILE {BUNDLE_TILE}\n")));
+    }
+
+    /// The transform of `X^d` is the roots' `d`-th powers, as the table gives them, for every
+    /// position and `N`.
     #[test]
     fn monomials_transform_to_powers_of_the_roots() {
         for log in 9..=13 {
             let n = 1usize << log;
             let roots = monomial_roots(PolynomialSize(n)).unwrap_or_default();
             assert_eq!(roots.len(), n / 2);
+            let values = monomial_values(PolynomialSize(n));
             let fft = NegacyclicFft::new(PolynomialSize(n)).unwrap_or_else(|_| unreachable!());
             for d in [0usize, 1, 2, 3, n - 1, n, n + 5, 2 * n - 1] {
                 let mut monomial = vec![0u64; n];
@@ -214,9 +269,8 @@ mod tests {
                 for (stored, &r) in roots.iter().enumerate() {
                     assert_eq!(r % 2, 1, "odd roots");
                     let source = key_position(stored).reverse_bits() >> (usize::BITS - log_half);
-                    let angle =
-                        std::f64::consts::PI * ((r as usize * d) % (2 * n)) as f64 / n as f64;
-                    let expected = Complex64::new(angle.cos(), angle.sin());
+                    let a = (r as usize * d) % (2 * n);
+                    let expected = Complex64::new(values[2 * a], values[2 * a + 1]);
                     assert!(
                         (transform[source] - expected).norm() < 1e-9,
                         "N = {n}, d = {d}"

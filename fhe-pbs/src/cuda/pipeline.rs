@@ -217,6 +217,29 @@ impl Cuda {
         }
     }
 
+    /// Ciphertexts per chunk of a batch of `count` (at least 1): at most
+    /// [`CHUNK_CIPHERTEXTS`] ([`MULTI_BIT_CHUNK_CIPHERTEXTS`] for a multi-bit set), the
+    /// [`Cuda::with_max_chunk`] limit and what [`CHUNK_MEMORY_PERCENT`] of the free device
+    /// memory holds, the chunks of a batch as even as possible.
+    pub(super) fn chunk_len(&self, count: usize) -> Result<usize, Error> {
+        let cap = match self.params.pbs_kind() {
+            crate::PbsKind::Classic => CHUNK_CIPHERTEXTS,
+            crate::PbsKind::MultiBit(_) => MULTI_BIT_CHUNK_CIPHERTEXTS,
+        };
+        let most = self.max_chunk.min(cap).min(count).max(1);
+        let per_ciphertext = self.bytes_per_ciphertext();
+        // Reading the free memory costs several microseconds: a chunk that needs less than
+        // 1% of the device's memory goes ahead (its allocations still fail cleanly).
+        let most = if most * per_ciphertext <= self.gpu.info().total_memory / 100 {
+            most
+        } else {
+            let free = self.gpu.free_memory()?;
+            most.min((free / 100 * CHUNK_MEMORY_PERCENT / per_ciphertext).max(1))
+        };
+        // Chunks of even size: a remainder of a few ciphertexts would cost a whole launch.
+        Ok(count.div_ceil(count.div_ceil(most)).max(1))
+    }
+
     /// Words of each output of `pipeline`.
     pub(super) fn output_width(&self, pipeline: Pipeline) -> usize {
         match pipeline {
@@ -313,18 +336,7 @@ impl Cuda {
         lut: Option<&LookupTable>,
         pipeline: Pipeline,
     ) -> Result<Vec<Vec<u64>>, Error> {
-        let most = self.max_chunk.min(CHUNK_CIPHERTEXTS).min(ciphertexts.len());
-        let per_ciphertext = self.bytes_per_ciphertext();
-        // Reading the free memory costs several microseconds: a chunk that needs less than
-        // 1% of the device's memory goes ahead (its allocations still fail cleanly).
-        let most = if most * per_ciphertext <= self.gpu.info().total_memory / 100 {
-            most
-        } else {
-            let free = self.gpu.free_memory()?;
-            most.min((free / 100 * CHUNK_MEMORY_PERCENT / per_ciphertext).max(1))
-        };
-        // Chunks of even size: a remainder of a few ciphertexts would cost a whole launch.
-        let chunk = ciphertexts.len().div_ceil(ciphertexts.len().div_ceil(most));
+        let chunk = self.chunk_len(ciphertexts.len())?;
         let in_width = ciphertexts[0].as_slice().len();
         let out_width = self.output_width(pipeline);
         let Staging {
