@@ -163,7 +163,7 @@ impl Cuda {
         let k1 = self.params.glwe_dimension().0 + 1;
         let n = self.params.polynomial_size().0;
         let shape = shape_of(&self.params);
-        match (&self.kernels.cluster, self.rotates_in_clusters(count)) {
+        match (&self.kernels.cluster, self.rotates_in_clusters()) {
             (Some(kernel), true) => {
                 let width = if extract { (k1 - 1) * n + 1 } else { k1 * n };
                 // SAFETY: the cluster kernel writes every word of every output.
@@ -246,17 +246,10 @@ impl Cuda {
         }
     }
 
-    /// Whether the blind rotation of `count` ciphertexts runs on the cluster kernel rather
-    /// than the amortized one.
-    pub(super) fn rotates_in_clusters(&self, count: usize) -> bool {
-        let k1 = self.params.glwe_dimension().0 + 1;
+    /// Whether the blind rotations run on the cluster kernel rather than the amortized one.
+    pub(super) fn rotates_in_clusters(&self) -> bool {
         self.kernels.multi_bit.is_some()
-            || self.kernels.cluster.is_some()
-                && match self.engine {
-                    Engine::Amortized => false,
-                    Engine::LowLatency => true,
-                    Engine::Auto => count * k1 <= self.gpu.info().sm_count as usize,
-                }
+            || self.kernels.cluster.is_some() && self.engine != Engine::Amortized
     }
 
     /// The ciphertexts of `input` (`count` of `width` words) switched to `2N` as the blind

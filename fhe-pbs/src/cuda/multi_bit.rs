@@ -17,11 +17,15 @@ use crate::params::PolynomialSize;
 use blind_rotation::{CLUSTER_LOG_E, key_position};
 use rustfft::num_complex::Complex64;
 
-/// Ciphertexts whose bundles one thread of `fhe_multi_bit_bundles` builds: `FHE_BUNDLE_TILE`
-/// in `fhe_multi_bit.cuh` (a test checks that they agree).
-const BUNDLE_TILE: usize = 32;
-/// Threads per block of `fhe_multi_bit_bundles` (at most: the block size divides a GGSW).
-const BUNDLE_THREADS: usize = 256;
+/// Threads per block of `fhe_multi_bit_bundles` (at most: the block size divides `N/2`).
+const BUNDLE_THREADS: usize = 128;
+
+/// Ciphertexts one thread of `fhe_multi_bit_bundles` takes at a time for a GGSW of `polys`
+/// polynomials (`FHE_BUNDLE_TILE`): the launch gives each block about one such tile. Only
+/// the speed depends on it: the kernel covers every ciphertext whatever the grid.
+fn bundle_tile(polys: usize) -> usize {
+    (32 / polys).max(1)
+}
 
 /// The multi-bit kernels.
 #[derive(Debug, Clone)]
@@ -157,25 +161,27 @@ impl Cuda {
         let shape = shape_of(&self.params);
         // SAFETY: the bundles kernel writes every value.
         let mut bundles = unsafe { self.gpu.alloc_uninit::<f64>(2 * total)? };
-        // A power of two at most BUNDLE_THREADS: it divides ggsw_len (N/2 >= 256).
-        let threads = BUNDLE_THREADS.min(ggsw_len);
+        // Powers of two: the block size divides N/2 (at least 256).
+        let threads = BUNDLE_THREADS.min(n / 2);
+        let tiles = count.div_ceil(bundle_tile(k1 * k1 * levels));
         let grid = Grid {
-            blocks: to_u32(count.div_ceil(BUNDLE_TILE) * groups * ggsw_len / threads),
+            blocks: to_u32(tiles * groups * (n / 2 / threads)),
             threads: to_u32(threads),
             shared_bytes: 0,
         };
-        let (grouping, groups_u32, ggsw_u64, count_u32) = (
+        let (grouping, groups_u32, count_u32, tiles_u32) = (
             to_u32(kernels.grouping),
             to_u32(groups),
-            ggsw_len as u64,
             to_u32(count),
+            to_u32(tiles),
         );
         // SAFETY: the arguments match `fhe_multi_bit_bundles_*(FheShape, const u64* small,
         // const double2* key, const u32* roots, const double2* monomials, u32 grouping,
-        // u32 groups, u64 ggsw_len, u32 count, double2* bundles)`: `small` holds count (n + 1)
+        // u32 groups, u32 count, u32 tiles, double2* bundles)`: `small` holds count (n + 1)
         // words, the key n / g 2^g GGSWs of ggsw_len complex values, `roots` N/2 words,
-        // `monomials` 2N complex values, `bundles` count groups ggsw_len; one thread per key
-        // value and tile of BUNDLE_TILE ciphertexts, the block size dividing ggsw_len.
+        // `monomials` 2N complex values, `bundles` count groups ggsw_len; the grid has
+        // `tiles` blocks for each block of N/2 positions of each group, the block size
+        // dividing N/2.
         unsafe {
             let launch = small
                 .reborrow()
@@ -186,8 +192,8 @@ impl Cuda {
                 .buffer(&tables.monomials)
                 .value(&grouping)
                 .value(&groups_u32)
-                .value(&ggsw_u64)
                 .value(&count_u32)
+                .value(&tiles_u32)
                 .buffer_mut(&mut bundles)
                 .run()?;
         }
@@ -233,18 +239,6 @@ impl Cuda {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The host's tile is the kernel's.
-    #[test]
-    fn bundle_tile_matches_the_kernel() {
-        let header = crate::source::FHE_PBS
-            .headers
-            .iter()
-            .find(|h| h.name == "fhe_multi_bit.cuh")
-            .map(|h| h.text)
-            .unwrap_or_default();
-        assert!(header.contains(&format!("#define FHE_BUNDLE_TILE {BUNDLE_TILE}\n")));
-    }
 
     /// The transform of `X^d` is the roots' `d`-th powers, as the table gives them, for every
     /// position and `N`.

@@ -312,7 +312,7 @@ impl Cuda {
         // The amortized blind rotation reads its ciphertexts' words as each CMux needs them,
         // not ahead as the cluster kernel does: over the bus, that cost 0.4 ms per bootstrap.
         let uploaded;
-        let input = if pipeline.keyswitches() || self.rotates_in_clusters(count) {
+        let input = if pipeline.keyswitches() || self.rotates_in_clusters() {
             Words::Pinned(inputs)
         } else {
             uploaded = self.gpu.upload_pinned_async(inputs, count * in_width)?;
