@@ -24,7 +24,7 @@ const BUNDLE_THREADS: usize = 128;
 /// polynomials (`FHE_BUNDLE_TILE`): the launch gives each block about one such tile. Only
 /// the speed depends on it: the kernel covers every ciphertext whatever the grid.
 fn bundle_tile(polys: usize) -> usize {
-    (32 / polys).max(1)
+    (16 / polys).max(1)
 }
 
 /// The multi-bit kernels.
