@@ -126,6 +126,9 @@ fn window_count(c: u32) -> u32 {
     256u32.div_ceil(c)
 }
 
+/// The kernels of the groups a [`Cuda`] has run in, by module name.
+type LoadedKernels = Vec<(&'static str, Arc<Kernels>)>;
+
 /// One group's MSM kernels, loaded on one GPU.
 #[derive(Debug, Clone)]
 struct Kernels {
@@ -197,8 +200,8 @@ impl Kernels {
 #[derive(Debug, Clone)]
 pub struct Cuda {
     gpu: Arc<Gpu>,
-    /// The groups' kernels loaded so far, by module name.
-    kernels: Arc<Mutex<Vec<(&'static str, Arc<Kernels>)>>>,
+    /// The groups' kernels loaded so far.
+    kernels: Arc<Mutex<LoadedKernels>>,
     upload_limit: Option<usize>,
 }
 
@@ -244,6 +247,12 @@ impl Cuda {
         &self.gpu
     }
 
+    /// A human-readable name, "cuda: " and the GPU's name (as [`MsmBackend::name`] in every
+    /// group; this one needs no group named).
+    pub fn name(&self) -> String {
+        format!("cuda: {}", self.gpu.info().name)
+    }
+
     /// Uploads `bases` once (and computes their shifted copies if asked) for many MSMs.
     ///
     /// # Errors
@@ -273,7 +282,7 @@ impl Cuda {
 
 impl<C: MsmCurve> MsmBackend<C> for Cuda {
     fn name(&self) -> String {
-        format!("cuda: {}", self.gpu.info().name)
+        Cuda::name(self)
     }
 
     fn msm(&self, bases: &[Affine<C>], scalars: &[C::ScalarField]) -> Result<Projective<C>, Error> {
@@ -892,6 +901,12 @@ impl Backend {
         }
     }
 
+    /// A human-readable name: the chosen backend's (as [`MsmBackend::name`] in every group;
+    /// this one needs no group named).
+    pub fn name(&self) -> String {
+        self.as_dyn::<ark_bls12_381::g1::Config>().name()
+    }
+
     fn as_dyn<C: MsmCurve>(&self) -> &dyn MsmBackend<C> {
         match self {
             Backend::Cpu(cpu) => cpu,
@@ -902,7 +917,7 @@ impl Backend {
 
 impl<C: MsmCurve> MsmBackend<C> for Backend {
     fn name(&self) -> String {
-        self.as_dyn::<C>().name()
+        Backend::name(self)
     }
 
     fn msm(&self, bases: &[Affine<C>], scalars: &[C::ScalarField]) -> Result<Projective<C>, Error> {
