@@ -16,19 +16,20 @@
 #pragma once
 #include "common.cuh"
 
-// Element i of the constant list `values` (a chain of selects; an immediate when i is known at
-// compile time).
+// Element i of the constant list `first, rest...`, the last one for i past the end (an
+// immediate when i is known at compile time, else a switch).
+__device__ __forceinline__ u32 pick_limb(int, u32 last) { return last; }
+
 template <typename... T>
-__device__ __forceinline__ u32 pick_limb(int i, T... values) {
-    u32 r = 0;
-    int k = 0;
-    ((r = k++ == i ? values : r), ...);
-    return r;
+__device__ __forceinline__ u32 pick_limb(int i, u32 first, T... rest) {
+    if (i == 0) return first;
+    return pick_limb(i - 1, rest...);
 }
 
 // Field parameters `Name` for Fp<Name>: MODULUS and ONE are comma-separated lists of LIMBS
 // 32-bit limbs (least significant first) of q and of R mod q, INV is -q^-1 mod 2^32. One is
-// read from constant memory, the modulus is folded into the code.
+// read from constant memory, the modulus is folded into the code. Use it after this header's
+// templates (FIELD_INSTANCES at its end).
 #define FIELD_PARAMS(Name, limbs, inv, MODULUS, ONE)                                        \
     __device__ __constant__ static const u32 Name##_one_limbs[limbs] = {ONE};               \
     struct Name {                                                                           \
@@ -36,7 +37,8 @@ __device__ __forceinline__ u32 pick_limb(int i, T... values) {
         static constexpr u32 INV = inv;                                                     \
         __device__ __forceinline__ static u32 modulus(int i) { return pick_limb(i, MODULUS); } \
         __device__ __forceinline__ static u32 one(int i) { return Name##_one_limbs[i]; }    \
-    };
+    };                                                                                      \
+    FIELD_INSTANCES(Name)
 
 // A scalar field's parameters `Name` for msm_scalars_canonical: LIMBS (eight) limbs of the
 // modulus r (MODULUS, as in FIELD_PARAMS, read from constant memory) and INV = -r^-1 mod 2^32.
@@ -445,3 +447,12 @@ __device__ __forceinline__ Fp<P> shuffle(const Fp<P>& v, u32 mask, u32 lane, u32
     for (int k = 0; k < P::LIMBS; k++) r.l[k] = __shfl_sync(mask, v.l[k], lane, width);
     return r;
 }
+
+// The out-of-line functions of Fp<P>, instantiated in this order (that of the hand-written
+// BLS12-381 code before the template: ptxas lays them out so, and the kernels' machine code
+// stays as it was measured).
+#define FIELD_INSTANCES(P)                                         \
+    template __device__ Fp<P> mul<P>(Fp<P>, Fp<P>);                \
+    template __device__ Fp<P> mul_sum<P>(Fp<P>, Fp<P>, Fp<P>, Fp<P>); \
+    template __device__ Fp<P> sqr<P>(Fp<P>);                       \
+    template __device__ Fp<P> inverse<P>(const Fp<P>&);
