@@ -13,9 +13,9 @@ use kernels::{DeviceRepr, ValidAsZeroBits};
 use crate::MsmCurve;
 
 /// One coordinate's limbs on the device: `[u64; N]` for `Fp`, `[[u64; N]; 2]` for `Fp2`.
-pub trait Coordinate: Copy + Debug + Default + Send + Sync + 'static {}
+pub trait Coordinate: Copy + Debug + Default + PartialEq + Send + Sync + 'static {}
 
-impl<T: Copy + Debug + Default + Send + Sync + 'static> Coordinate for T {}
+impl<T: Copy + Debug + Default + PartialEq + Send + Sync + 'static> Coordinate for T {}
 
 /// A field whose elements the kernels take as [`DeviceField::Limbs`].
 pub trait DeviceField: Field {
@@ -114,5 +114,63 @@ impl<L: Coordinate> DeviceXyzz<L> {
         let x = C::from_device(self.x) * zz_inv;
         let y = C::from_device(self.y) * zzz_inv;
         Affine::new_unchecked(x, y).into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ark_ec::{AffineRepr, CurveGroup, PrimeGroup};
+    use ark_ff::UniformRand;
+    use ark_std::rand::{SeedableRng, rngs::StdRng};
+
+    /// In group `C`: the device layout has `coordinate_bytes` per coordinate and no padding,
+    /// limbs round-trip, `Fp2` puts `c0` first, infinity is all zeros, and an XYZZ point
+    /// `(x z^2, y z^3, z^2, z^3)` in the device layout reads back as `(x, y)`.
+    fn check<C: MsmCurve>(coordinate_bytes: usize) {
+        let coordinate = size_of::<C::Coordinate>();
+        assert_eq!(coordinate, coordinate_bytes, "{}", C::NAME);
+        assert_eq!(size_of::<DeviceAffine<C::Coordinate>>(), 2 * coordinate);
+        assert_eq!(size_of::<DeviceXyzz<C::Coordinate>>(), 4 * coordinate);
+        let mut rng = StdRng::seed_from_u64(7);
+        for _ in 0..20 {
+            let point =
+                (Projective::<C>::generator() * C::ScalarField::rand(&mut rng)).into_affine();
+            let (x, y) = point.xy().unwrap();
+            assert_eq!(C::from_device(C::to_device(&x)), x, "{}", C::NAME);
+            let device = DeviceAffine::from_arkworks(&point);
+            assert_eq!((device.x, device.y), (C::to_device(&x), C::to_device(&y)));
+            let z = C::BaseField::rand(&mut rng);
+            let (zz, zzz) = (z.square(), z.square() * z);
+            let xyzz = DeviceXyzz {
+                x: C::to_device(&(x * zz)),
+                y: C::to_device(&(y * zzz)),
+                zz: C::to_device(&zz),
+                zzz: C::to_device(&zzz),
+            };
+            assert_eq!(xyzz.to_arkworks::<C>(), point.into_group(), "{}", C::NAME);
+        }
+        let infinity = DeviceAffine::from_arkworks(&Affine::<C>::identity());
+        let zero = C::to_device(&C::BaseField::zero());
+        assert_eq!((infinity.x, infinity.y), (zero, zero));
+        let xyzz_infinity = DeviceXyzz::<C::Coordinate>::default();
+        assert!(xyzz_infinity.to_arkworks::<C>().is_zero());
+    }
+
+    #[test]
+    fn layouts_and_conversions_in_every_group() {
+        check::<ark_bls12_381::g1::Config>(48);
+        check::<ark_bls12_381::g2::Config>(96);
+        check::<ark_bn254::g1::Config>(32);
+        check::<ark_bn254::g2::Config>(64);
+    }
+
+    #[test]
+    fn fp2_limbs_are_c0_then_c1() {
+        let a = ark_bn254::Fq2::new(ark_bn254::Fq::from(3u64), ark_bn254::Fq::from(5u64));
+        let [c0, c1] = a.to_limbs();
+        assert_eq!(c0, ark_bn254::Fq::from(3u64).0.0);
+        assert_eq!(c1, ark_bn254::Fq::from(5u64).0.0);
+        assert_eq!(ark_bn254::Fq2::from_limbs([c0, c1]), a);
     }
 }
