@@ -92,14 +92,23 @@ fn large<C: MsmCurve>(n: usize) {
     let shifted = gpu.context(&bases, shifted()).unwrap();
     let random = random_scalars::<C>(n, seed + 1);
     let expected = oracle(&bases, &random);
-    assert_eq!(plain.msm(&random).unwrap(), expected);
-    assert_eq!(shifted.msm(&random).unwrap(), expected);
-    assert_eq!(Cpu::new().msm(&bases, &random).unwrap(), expected);
+    let what = format!("{}, n = {n}, seed {seed}", C::NAME);
+    assert_eq!(plain.msm(&random).unwrap(), expected, "{what}");
+    assert_eq!(shifted.msm(&random).unwrap(), expected, "{what}, shifted");
+    assert_eq!(
+        Cpu::new().msm(&bases, &random).unwrap(),
+        expected,
+        "{what}, cpu"
+    );
     // Adversarial: one bucket per window holds every point.
     let equal = vec![random[0]; n];
     let expected = oracle(&bases, &equal);
-    assert_eq!(plain.msm(&equal).unwrap(), expected);
-    assert_eq!(shifted.msm(&equal).unwrap(), expected);
+    assert_eq!(plain.msm(&equal).unwrap(), expected, "{what}, equal");
+    assert_eq!(
+        shifted.msm(&equal).unwrap(),
+        expected,
+        "{what}, equal, shifted"
+    );
 }
 
 /// Every edge case of SPEC.md at each of `sizes`.
@@ -163,8 +172,10 @@ fn chunked_scratch_and_uploads<C: MsmCurve>() {
             let context = gpu.context(&bases, options).unwrap();
             let got = context.msm(&scalars).unwrap();
             assert_eq!(
-                got, expected,
-                "{scratch_points} scalars a pass, shifted {shifted_bases}"
+                got,
+                expected,
+                "{}: {scratch_points} scalars a pass, shifted {shifted_bases}, seed {seed}",
+                C::NAME
             );
         }
     }
@@ -173,7 +184,8 @@ fn chunked_scratch_and_uploads<C: MsmCurve>() {
         assert_eq!(
             chunked.msm(&bases, &scalars).unwrap(),
             expected,
-            "upload limit {limit}"
+            "{}: upload limit {limit}, seed {seed}",
+            C::NAME
         );
     }
 }
@@ -189,20 +201,22 @@ fn batches_and_device_scalars<C: MsmCurve>() {
         .collect();
     let refs: Vec<&[Scalar<C>]> = sets.iter().map(Vec::as_slice).collect();
     let expected: Vec<_> = sets.iter().map(|s| oracle(&bases, s)).collect();
-    assert_eq!(gpu.msm_batch(&bases, &refs).unwrap(), expected);
+    let what = format!("{}, seed {seed}", C::NAME);
+    assert_eq!(gpu.msm_batch(&bases, &refs).unwrap(), expected, "{what}");
     assert!(gpu.msm_batch(&bases, &[]).unwrap().is_empty());
     let context = gpu.context(&bases, shifted()).unwrap();
-    assert_eq!(context.msm_batch(&refs).unwrap(), expected);
+    assert_eq!(context.msm_batch(&refs).unwrap(), expected, "{what}");
     for (scalars, expected) in sets.iter().zip(&expected) {
         let device = context.upload_scalars(scalars).unwrap();
         assert_eq!(device.len(), n);
         // Twice: the scalars on the device are left as they were.
-        assert_eq!(context.msm_device(&device).unwrap(), *expected);
-        assert_eq!(context.msm_device(&device).unwrap(), *expected);
+        assert_eq!(context.msm_device(&device).unwrap(), *expected, "{what}");
+        assert_eq!(context.msm_device(&device).unwrap(), *expected, "{what}");
     }
     assert_eq!(
         msm::Backend::best().msm(&bases, &sets[0]).unwrap(),
-        expected[0]
+        expected[0],
+        "{what}"
     );
 }
 
