@@ -1,6 +1,6 @@
 //! Criterion bench `msm`: multi-scalar multiplication, ours on the CPU beside arkworks 0.5's
 //! parallel `VariableBaseMSM::msm` on the same inputs in every group ours takes, and ours on
-//! the GPU (BLS12-381 G1).
+//! the GPU in every group.
 //!
 //! Ids are `<group>/<backend>/2^k`, throughput in points:
 //! - group `msm` (BLS12-381 G1), k = 10, 12, ..., 18: `cpu` is `msm::Cpu`, `arkworks` is
@@ -8,12 +8,15 @@
 //! - groups `msm-bls12-381-g2`, `msm-bn254-g1` and `msm-bn254-g2`, k = 10, 12, ..., 16 (G2:
 //!   up to 14): the same two backends in that group, on bases that are random multiples of
 //!   the generator and uniform scalars;
-//! - k = 10, 12, ..., 24, bases resident on the GPU in an `MsmContext` with shifted bases
-//!   (made once per size, outside the timing): `cuda` uploads the scalars and reads the sum
-//!   back, `cuda-resident` starts from scalars already on the GPU; `cuda-unshifted` is the
-//!   resident run of a context without shifted bases (k <= 22).
+//! - group `msm`, k = 10, 12, ..., 24, bases resident on the GPU in an `MsmContext` with
+//!   shifted bases (made once per size, outside the timing): `cuda` uploads the scalars and
+//!   reads the sum back, `cuda-resident` starts from scalars already on the GPU;
+//!   `cuda-unshifted` is the resident run of a context without shifted bases (k <= 22);
+//! - the same three rows in groups `msm-bn254-g1` (k = 20, 22, 24), `msm-bls12-381-g2` and
+//!   `msm-bn254-g2` (k = 20, 22).
 //!
-//! Bases are an arithmetic progression of multiples of the generator (`benches::msm::inputs`),
+//! BLS12-381 G1's bases are an arithmetic progression of multiples of the generator
+//! (`benches::msm::inputs`), the other groups' random multiples of the generator; both are
 //! made once for the largest size and shared by prefixes; scalars are uniform in `Fr`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -33,16 +36,23 @@ fn cpu(c: &mut Criterion) {
     cpu_in(c, "msm", &bases, &scalars, &LOG_SIZES);
 }
 
+/// `2^max_log` bases of group `C` that are random multiples of the generator, and as many
+/// uniform scalars, from a fixed seed.
+fn random_inputs<C: MsmCurve>(max_log: u32) -> (Vec<Affine<C>>, Vec<C::ScalarField>) {
+    let n = 1usize << max_log;
+    let mut rng = StdRng::seed_from_u64(0x6d73_6d32);
+    let mut random =
+        || -> Vec<C::ScalarField> { (0..n).map(|_| C::ScalarField::rand(&mut rng)).collect() };
+    let bases: Vec<Affine<C>> = Projective::<C>::generator().batch_mul(&random());
+    (bases, random())
+}
+
 /// The groups other than BLS12-381 G1, on bases that are random multiples of the generator.
 fn cpu_other_groups(c: &mut Criterion) {
     /// The group's criterion group at `2^log` points.
     fn bench<C: MsmCurve>(c: &mut Criterion, name: &str, log_sizes: &[u32]) {
-        let n = 1usize << log_sizes.iter().max().unwrap();
-        let mut rng = StdRng::seed_from_u64(0x6d73_6d32);
-        let mut random =
-            || -> Vec<C::ScalarField> { (0..n).map(|_| C::ScalarField::rand(&mut rng)).collect() };
-        let bases: Vec<Affine<C>> = Projective::<C>::generator().batch_mul(&random());
-        cpu_in(c, name, &bases, &random(), log_sizes);
+        let (bases, scalars) = random_inputs::<C>(*log_sizes.iter().max().unwrap());
+        cpu_in(c, name, &bases, &scalars, log_sizes);
     }
     bench::<ark_bls12_381::g2::Config>(c, "msm-bls12-381-g2", &[10, 12, 14]);
     bench::<ark_bn254::g1::Config>(c, "msm-bn254-g1", &[10, 12, 14, 16]);
@@ -84,10 +94,8 @@ fn cpu_in<C: MsmCurve>(
 
 #[cfg(feature = "cuda")]
 fn cuda(c: &mut Criterion) {
-    use msm::{ContextOptions, Cuda};
+    use msm::Cuda;
 
-    /// log2 of the GPU sizes.
-    const GPU_LOG_SIZES: [u32; 8] = [10, 12, 14, 16, 18, 20, 22, 24];
     let gpu = match Cuda::new() {
         Ok(gpu) => gpu,
         Err(why) => {
@@ -95,11 +103,44 @@ fn cuda(c: &mut Criterion) {
             return;
         }
     };
-    let (bases, scalars) = inputs(1 << GPU_LOG_SIZES[GPU_LOG_SIZES.len() - 1]);
+    let (bases, scalars) = inputs(1 << 24);
+    cuda_in(
+        c,
+        &gpu,
+        "msm",
+        &bases,
+        &scalars,
+        &[10, 12, 14, 16, 18, 20, 22, 24],
+    );
+    drop((bases, scalars));
+    /// The group's GPU rows at `2^log` points.
+    fn bench<C: MsmCurve>(c: &mut Criterion, gpu: &Cuda, name: &str, log_sizes: &[u32]) {
+        let (bases, scalars) = random_inputs::<C>(*log_sizes.iter().max().unwrap());
+        cuda_in(c, gpu, name, &bases, &scalars, log_sizes);
+    }
+    bench::<ark_bn254::g1::Config>(c, &gpu, "msm-bn254-g1", &[20, 22, 24]);
+    bench::<ark_bls12_381::g2::Config>(c, &gpu, "msm-bls12-381-g2", &[20, 22]);
+    bench::<ark_bn254::g2::Config>(c, &gpu, "msm-bn254-g2", &[20, 22]);
+}
+
+/// Ours on the GPU in group `C`, under the criterion group `name`, on the first `2^log` of
+/// `bases` and `scalars` for each `log`: `cuda`, `cuda-resident` and (up to 2^22)
+/// `cuda-unshifted`; each sum up to 2^20 points is checked against the CPU backend's first.
+#[cfg(feature = "cuda")]
+fn cuda_in<C: MsmCurve>(
+    c: &mut Criterion,
+    gpu: &msm::Cuda,
+    name: &str,
+    bases: &[Affine<C>],
+    scalars: &[C::ScalarField],
+    log_sizes: &[u32],
+) {
+    use msm::ContextOptions;
+
     let cpu = Cpu::new();
-    let mut group = c.benchmark_group("msm");
+    let mut group = c.benchmark_group(name);
     group.sample_size(10);
-    for log in GPU_LOG_SIZES {
+    for &log in log_sizes {
         let n = 1usize << log;
         let (bases, scalars) = (&bases[..n], &scalars[..n]);
         let shifted = ContextOptions {
@@ -109,7 +150,8 @@ fn cuda(c: &mut Criterion) {
         let context = gpu.context(bases, shifted).unwrap();
         let sum = context.msm(scalars).unwrap();
         if log <= 20 {
-            assert_eq!(sum, cpu.msm(bases, scalars).unwrap(), "2^{log}");
+            let expected = cpu.msm(bases, scalars).unwrap();
+            assert_eq!(sum, expected, "{}: 2^{log}", C::NAME);
         }
         group.throughput(Throughput::Elements(n as u64));
         let size = format!("2^{log}");

@@ -1,4 +1,7 @@
-// Pippenger multi-scalar multiplication on BLS12-381 G1 (SPEC.md, "msm"), all on the device.
+// Pippenger multi-scalar multiplication (SPEC.md, "msm"), all on the device, in the group that
+// msm_group.cuh names: its coordinate field `Field` (Fp<P> for G1, Fp2<P> for G2, see field.cuh
+// and fp2.cuh) and its scalar field's parameters `ScalarField` (SCALAR_PARAMS in field.cuh).
+// msm/src/source.rs makes one module per group, each with its own msm_group.cuh.
 //
 // The host (msm/src/cuda.rs) runs, for each scalar vector:
 //   1. msm_scalars_canonical: arkworks' Montgomery-form scalars to plain integers;
@@ -19,7 +22,13 @@
 // A bucket key is window * key_stride + |digit| - 1; a point reference is
 // window * point_stride + i with the sign in bit 31 (point_stride = n and key_stride = 0 with
 // precomputed copies, point_stride = 0 and key_stride = 2^(c-1) without).
-#include "bls12_381.cuh"
+#include "curve.cuh"
+#include "msm_group.cuh"
+
+typedef AffinePoint<Field> Affine;
+typedef XyzzPoint<Field> Xyzz;
+#define FR_LIMBS 8
+static_assert(ScalarField::LIMBS == FR_LIMBS, "scalars are 256-bit");
 
 #define NEGATIVE_BIT 0x80000000u
 #define NO_KEY 0xffffffffu
@@ -34,13 +43,13 @@ extern "C" __global__ void msm_scalars_canonical(const u32* in, u64 first, u64 n
 #pragma unroll
         for (int j = 0; j < FR_LIMBS; j++) {
             t[j] = in[(first + i) * FR_LIMBS + j];
-            r[j] = FR_MODULUS[j];
+            r[j] = ScalarField::modulus(j);
         }
         t[FR_LIMBS] = 0;
         t[FR_LIMBS + 1] = 0;
 #pragma unroll
         for (int round = 0; round < FR_LIMBS; round++) {
-            u32 m = t[0] * FR_INV;
+            u32 m = t[0] * ScalarField::INV;
             mul_add_row<FR_LIMBS>(t, r, m);
 #pragma unroll
             for (int j = 0; j < FR_LIMBS + 1; j++) t[j] = t[j + 1];
@@ -279,7 +288,7 @@ struct PassOutput {
     __device__ __forceinline__ void slot(u64 slot, u32 key, bool is_piece, const Xyzz& sum) const {
         if (!writer) return;
         keys[slot] = key;
-        points[slot] = is_piece ? sum : xyzz_infinity();
+        points[slot] = is_piece ? sum : xyzz_infinity<Field>();
         if (is_piece) pieces[pass] = 1;
     }
 };
@@ -333,8 +342,8 @@ __device__ void accumulate(const Entries& in, u32* counters, u32* pieces, u32 pa
             start += length;
             continued = false;
             if (start == end) {
-                out.slot(2 * t, in.key(end - 1), false, xyzz_infinity());
-                out.slot(2 * t + 1, in.key(end - 1), false, xyzz_infinity());
+                out.slot(2 * t, in.key(end - 1), false, xyzz_infinity<Field>());
+                out.slot(2 * t + 1, in.key(end - 1), false, xyzz_infinity<Field>());
                 return;
             }
         }
@@ -409,7 +418,7 @@ extern "C" __global__ void msm_bucket_reduce(const Xyzz* buckets, u32 buckets_pe
     u32 window = (u32)(t / groups), group = (u32)(t % groups);
     u32 size = buckets_per_window / groups;
     const Xyzz* b = buckets + (u64)window * buckets_per_window + (u64)group * size;
-    Xyzz running = xyzz_infinity(), total = xyzz_infinity();
+    Xyzz running = xyzz_infinity<Field>(), total = xyzz_infinity<Field>();
     for (int k = (int)size - 1; k >= 0; k--) {
         running = xyzz_add(running, b[k]);
         total = xyzz_add(total, running);

@@ -9,8 +9,8 @@ use ark_ff::{BigInt, Fp, FpConfig, PrimeField, QuadExtConfig, QuadExtField};
 ///
 /// Bases are `ark_ec::short_weierstrass::Affine<C>` (`G1Affine`, `G2Affine` of either
 /// crate), scalars `C::ScalarField` (the curve's `Fr`), sums `Projective<C>`. The trait is
-/// sealed: its hidden methods give the backends the scalars' limbs and a fast comparison of
-/// coordinates.
+/// sealed: its hidden items give the backends the scalars' limbs, a fast comparison of
+/// coordinates and (with `cuda`) the device's layout of coordinates and the kernels' module.
 pub trait MsmCurve: SWCurveConfig + sealed::Curve {
     /// The group's name in messages ("BLS12-381 G1").
     const NAME: &'static str;
@@ -28,6 +28,27 @@ pub(crate) mod sealed {
         /// Whether two coordinates are equal, limb by limb without branches (the derived
         /// comparison calls `memcmp`, which shows in profiles of the bucket additions).
         fn coordinates_equal(a: &Self::BaseField, b: &Self::BaseField) -> bool;
+
+        /// A coordinate's limbs as the kernels store them.
+        #[cfg(feature = "cuda")]
+        type Coordinate: crate::cuda::Coordinate;
+
+        /// The kernels of this group.
+        #[cfg(feature = "cuda")]
+        const MODULE: kernels::source::Module;
+
+        /// A coordinate in the kernels' layout (its Montgomery-form limbs).
+        #[cfg(feature = "cuda")]
+        fn to_device(coordinate: &Self::BaseField) -> Self::Coordinate;
+
+        /// A coordinate from the kernels' layout.
+        #[cfg(feature = "cuda")]
+        fn from_device(limbs: Self::Coordinate) -> Self::BaseField;
+
+        /// The scalar's Montgomery-form limbs (arkworks' representation), which the kernels
+        /// take.
+        #[cfg(feature = "cuda")]
+        fn scalar_montgomery_limbs(scalar: &Self::ScalarField) -> [u64; 4];
     }
 }
 
@@ -61,9 +82,10 @@ where
     }
 }
 
-/// Implements [`MsmCurve`] for arkworks configurations whose scalars have four limbs.
+/// Implements [`MsmCurve`] for arkworks configurations whose scalars have four limbs, with
+/// the group's kernel module.
 macro_rules! msm_curves {
-    ($($config:ty => $name:literal),* $(,)?) => {$(
+    ($($config:ty => $name:literal, $module:ident),* $(,)?) => {$(
         impl MsmCurve for $config {
             const NAME: &'static str = $name;
         }
@@ -78,13 +100,38 @@ macro_rules! msm_curves {
             fn coordinates_equal(a: &Self::BaseField, b: &Self::BaseField) -> bool {
                 a.limb_eq(b)
             }
+
+            #[cfg(feature = "cuda")]
+            type Coordinate =
+                <<$config as ark_ec::CurveConfig>::BaseField as crate::cuda::DeviceField>::Limbs;
+
+            #[cfg(feature = "cuda")]
+            const MODULE: kernels::source::Module = crate::source::$module;
+
+            #[cfg(feature = "cuda")]
+            #[inline]
+            fn to_device(coordinate: &Self::BaseField) -> Self::Coordinate {
+                crate::cuda::DeviceField::to_limbs(coordinate)
+            }
+
+            #[cfg(feature = "cuda")]
+            #[inline]
+            fn from_device(limbs: Self::Coordinate) -> Self::BaseField {
+                crate::cuda::DeviceField::from_limbs(limbs)
+            }
+
+            #[cfg(feature = "cuda")]
+            #[inline]
+            fn scalar_montgomery_limbs(scalar: &Self::ScalarField) -> [u64; 4] {
+                scalar.0.0
+            }
         }
     )*};
 }
 
 msm_curves! {
-    ark_bls12_381::g1::Config => "BLS12-381 G1",
-    ark_bls12_381::g2::Config => "BLS12-381 G2",
-    ark_bn254::g1::Config => "BN254 G1",
-    ark_bn254::g2::Config => "BN254 G2",
+    ark_bls12_381::g1::Config => "BLS12-381 G1", MSM_BLS12_381_G1,
+    ark_bls12_381::g2::Config => "BLS12-381 G2", MSM_BLS12_381_G2,
+    ark_bn254::g1::Config => "BN254 G1", MSM_BN254_G1,
+    ark_bn254::g2::Config => "BN254 G2", MSM_BN254_G2,
 }

@@ -15,8 +15,9 @@
 //! reduction by running sums, all cores busy through rayon. [`Cpu`] documents the algorithm
 //! and its window table.
 //!
-//! [`Cuda`] (feature `cuda`, on by default; BLS12-381 G1 only so far) runs the whole
-//! algorithm on the GPU: recoding the
+//! [`Cuda`] (feature `cuda`, on by default) runs the whole algorithm on the GPU, in every
+//! group too (one CUDA source, compiled once per group; coordinates in `Fq` or `Fq2`): recoding
+//! the
 //! scalars into signed digits, a counting sort of the digits by bucket, bucket accumulation
 //! with XYZZ + affine additions in a load-balanced segmented reduction, bucket reduction by
 //! running sums, and the window combination. [`MsmContext`] ([`Cuda::context`]) keeps the
@@ -70,8 +71,10 @@
 //! every edge case above, and checks a known answer computed with plain scalar
 //! multiplication. `tests/gpu.rs` (ignored
 //! without a GPU: `cargo test --release -p gpu-crypto-msm --test gpu -- --include-ignored`)
-//! compares [`Cuda`] with arkworks on random inputs up to 2^20 points, every edge case, every
-//! window width with and without shifted bases, chunked runs and batches. The criterion group
+//! compares [`Cuda`] with arkworks in each of the four groups on fresh random inputs up to 2^20
+//! points (2^18 in G2), every edge case, every window width with and without shifted bases,
+//! chunked runs, batches and device scalars; `tests/constants.rs` checks the curve constants
+//! typed into the CUDA headers against arkworks. The criterion group
 //! `msm` (`benches/benches/msm.rs`) times ours beside arkworks on the CPU (the other groups
 //! under `msm-bls12-381-g2`, `msm-bn254-g1` and `msm-bn254-g2`), and the GPU from
 //! 2^10 to 2^24 points with and without the scalar upload; `examples/gpu_msm.rs` times one
@@ -101,7 +104,7 @@ pub use error::Error;
 /// Computes multi-scalar multiplications over the curve group `C`: the operation every
 /// backend provides.
 ///
-/// [`Cpu`] implements it for every [`MsmCurve`]; [`Cuda`] for BLS12-381 G1. `C` defaults to
+/// [`Cpu`], [`Cuda`] and [`Backend`] implement it for every [`MsmCurve`]. `C` defaults to
 /// BLS12-381 G1, and a call infers it from the bases' type.
 ///
 /// Results are group elements in projective form; compare them with `==` (which compares

@@ -1,22 +1,22 @@
-//! The CUDA backend against arkworks' `VariableBaseMSM::msm` and our CPU backend: random
-//! inputs of many sizes up to 2^20 points, every edge case of `SPEC.md`, every window width
-//! with and without shifted bases, chunked runs, batches, and the errors.
+//! The CUDA backend against arkworks' `VariableBaseMSM::msm` and our CPU backend, in each
+//! group (BLS12-381 and BN254, G1 and G2; a module per group): fresh random inputs of awkward
+//! sizes up to 2^18 points (G1; 2^16 + 1 in G2) and a 2^20 (G1; 2^18 in G2) run, every edge case
+//! of `SPEC.md`, every window width with and without shifted bases, chunked runs, batches,
+//! device scalars, the errors, and proptest.
 //!
 //! Every test needs a CUDA GPU: run with
-//! `cargo test --release -p gpu-crypto-msm --test gpu -- --include-ignored`. They fail, never skip, without one.
+//! `cargo test --release -p gpu-crypto-msm --test gpu -- --include-ignored`. They fail, never
+//! skip, without one.
 #![cfg(feature = "cuda")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use ark_bls12_381::{Fr, G1Affine};
 use ark_ec::AffineRepr;
-use common::{edge_cases, oracle, random_bases, random_scalars};
-use msm::{ContextOptions, Cpu, Cuda, Error, MAX_GPU_WINDOW_BITS, MsmBackend};
+use ark_ec::short_weierstrass::Affine;
+use common::{Scalar, edge_cases, oracle, random_bases, random_scalars};
+use msm::{ContextOptions, Cpu, Cuda, Error, MAX_GPU_WINDOW_BITS, MsmBackend, MsmCurve};
 use proptest::prelude::*;
 
 mod common;
-
-/// The group the CUDA backend runs in.
-type G1 = ark_bls12_381::g1::Config;
 
 fn cuda() -> Cuda {
     Cuda::new().expect("a usable CUDA GPU")
@@ -29,48 +29,92 @@ fn shifted() -> ContextOptions {
     }
 }
 
-#[test]
-#[ignore = "requires a CUDA GPU"]
-fn random_inputs_of_many_sizes() {
+/// Fresh random inputs of awkward sizes up to `max` points, with and without shifted bases.
+fn random_inputs_of_many_sizes<C: MsmCurve>(max: usize) {
     let gpu = cuda();
     let sizes = [
-        1usize, 2, 3, 31, 32, 33, 127, 128, 129, 1000, 1023, 1025, 4097, 16_411, 65_537, 262_147,
+        1usize,
+        2,
+        3,
+        31,
+        32,
+        33,
+        127,
+        128,
+        129,
+        1000,
+        1023,
+        1025,
+        4097,
+        (1 << 12) + 7,
+        16_411,
+        (1 << 16) - 1,
+        1 << 16,
+        (1 << 16) + 1,
+        262_147,
     ];
-    let all = random_bases::<G1>(*sizes.iter().max().unwrap(), 1);
-    for (i, &n) in sizes.iter().enumerate() {
-        let (bases, scalars) = (&all[..n], random_scalars::<G1>(n, 100 + i as u64));
+    let seed = fresh_seed();
+    let all = random_bases::<C>(max, seed);
+    for (i, &n) in sizes.iter().enumerate().filter(|(_, n)| **n <= max) {
+        let (bases, scalars) = (&all[..n], random_scalars::<C>(n, seed + 1 + i as u64));
         let expected = oracle(bases, &scalars);
-        assert_eq!(gpu.msm(bases, &scalars).unwrap(), expected, "n = {n}");
+        let name = C::NAME;
+        assert_eq!(
+            gpu.msm(bases, &scalars).unwrap(),
+            expected,
+            "{name}: n = {n}, seed {seed}"
+        );
         let context = gpu.context(bases, shifted()).unwrap();
-        assert_eq!(context.msm(&scalars).unwrap(), expected, "n = {n}, shifted");
+        assert_eq!(
+            context.msm(&scalars).unwrap(),
+            expected,
+            "{name}: n = {n}, shifted, seed {seed}"
+        );
     }
 }
 
-#[test]
-#[ignore = "requires a CUDA GPU"]
-fn two_to_the_twenty() {
+/// A seed that differs from run to run (printed in failure messages to replay it).
+fn fresh_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    nanos as u64
+}
+
+/// `n` random points, plain and shifted, and the adversarial case of one bucket per window
+/// holding every point.
+fn large<C: MsmCurve>(n: usize) {
     let gpu = cuda();
-    let n = 1 << 20;
-    let bases = random_bases::<G1>(n, 2);
+    let seed = fresh_seed();
+    let bases = random_bases::<C>(n, seed);
     let plain = gpu.context(&bases, ContextOptions::default()).unwrap();
     let shifted = gpu.context(&bases, shifted()).unwrap();
-    let random = random_scalars::<G1>(n, 3);
+    let random = random_scalars::<C>(n, seed + 1);
     let expected = oracle(&bases, &random);
-    assert_eq!(plain.msm(&random).unwrap(), expected);
-    assert_eq!(shifted.msm(&random).unwrap(), expected);
-    assert_eq!(Cpu::new().msm(&bases, &random).unwrap(), expected);
+    let what = format!("{}, n = {n}, seed {seed}", C::NAME);
+    assert_eq!(plain.msm(&random).unwrap(), expected, "{what}");
+    assert_eq!(shifted.msm(&random).unwrap(), expected, "{what}, shifted");
+    assert_eq!(
+        Cpu::new().msm(&bases, &random).unwrap(),
+        expected,
+        "{what}, cpu"
+    );
     // Adversarial: one bucket per window holds every point.
     let equal = vec![random[0]; n];
     let expected = oracle(&bases, &equal);
-    assert_eq!(plain.msm(&equal).unwrap(), expected);
-    assert_eq!(shifted.msm(&equal).unwrap(), expected);
+    assert_eq!(plain.msm(&equal).unwrap(), expected, "{what}, equal");
+    assert_eq!(
+        shifted.msm(&equal).unwrap(),
+        expected,
+        "{what}, equal, shifted"
+    );
 }
 
-#[test]
-#[ignore = "requires a CUDA GPU"]
-fn edge_cases_equal_arkworks() {
+/// Every edge case of SPEC.md at each of `sizes`.
+fn edge_cases_equal_arkworks<C: MsmCurve>(sizes: &[usize]) {
     let gpu = cuda();
-    for case in edge_cases(&[1, 2, 7, 100, 1000, 4099, 70_001]) {
+    for case in edge_cases::<C>(sizes) {
         let expected = oracle(&case.bases, &case.scalars);
         assert_eq!(
             gpu.msm(&case.bases, &case.scalars).unwrap(),
@@ -88,11 +132,10 @@ fn edge_cases_equal_arkworks() {
     }
 }
 
-#[test]
-#[ignore = "requires a CUDA GPU"]
-fn every_window_width() {
+/// Every window width, with and without shifted bases, on the mixed edge case.
+fn every_window_width<C: MsmCurve>() {
     let gpu = cuda();
-    let cases = edge_cases(&[301]);
+    let cases = edge_cases::<C>(&[301]);
     let mixed = cases.iter().find(|c| c.name.starts_with("mixed")).unwrap();
     let expected = oracle(&mixed.bases, &mixed.scalars);
     for c in 1..=MAX_GPU_WINDOW_BITS {
@@ -111,13 +154,13 @@ fn every_window_width() {
     }
 }
 
-#[test]
-#[ignore = "requires a CUDA GPU"]
-fn chunked_scratch_and_uploads() {
+/// Scratch passes and uploads in chunks of many sizes.
+fn chunked_scratch_and_uploads<C: MsmCurve>() {
     let gpu = cuda();
     let n = 10_007;
-    let bases = random_bases::<G1>(n, 4);
-    let scalars = random_scalars::<G1>(n, 5);
+    let seed = fresh_seed();
+    let bases = random_bases::<C>(n, seed);
+    let scalars = random_scalars::<C>(n, seed + 1);
     let expected = oracle(&bases, &scalars);
     for scratch_points in [1, 999, 5000, n] {
         for shifted_bases in [false, true] {
@@ -129,8 +172,10 @@ fn chunked_scratch_and_uploads() {
             let context = gpu.context(&bases, options).unwrap();
             let got = context.msm(&scalars).unwrap();
             assert_eq!(
-                got, expected,
-                "{scratch_points} scalars a pass, shifted {shifted_bases}"
+                got,
+                expected,
+                "{}: {scratch_points} scalars a pass, shifted {shifted_bases}, seed {seed}",
+                C::NAME
             );
         }
     }
@@ -139,47 +184,51 @@ fn chunked_scratch_and_uploads() {
         assert_eq!(
             chunked.msm(&bases, &scalars).unwrap(),
             expected,
-            "upload limit {limit}"
+            "{}: upload limit {limit}, seed {seed}",
+            C::NAME
         );
     }
 }
 
-#[test]
-#[ignore = "requires a CUDA GPU"]
-fn batches_and_device_scalars() {
+/// Batches through the trait and a context, scalars uploaded once, and `Backend`.
+fn batches_and_device_scalars<C: MsmCurve>() {
     let gpu = cuda();
     let n = 3001;
-    let bases = random_bases::<G1>(n, 6);
-    let sets: Vec<Vec<Fr>> = (0..4).map(|i| random_scalars::<G1>(n, 7 + i)).collect();
-    let refs: Vec<&[Fr]> = sets.iter().map(Vec::as_slice).collect();
+    let seed = fresh_seed();
+    let bases = random_bases::<C>(n, seed);
+    let sets: Vec<Vec<Scalar<C>>> = (0..4)
+        .map(|i| random_scalars::<C>(n, seed + 1 + i))
+        .collect();
+    let refs: Vec<&[Scalar<C>]> = sets.iter().map(Vec::as_slice).collect();
     let expected: Vec<_> = sets.iter().map(|s| oracle(&bases, s)).collect();
-    assert_eq!(gpu.msm_batch(&bases, &refs).unwrap(), expected);
+    let what = format!("{}, seed {seed}", C::NAME);
+    assert_eq!(gpu.msm_batch(&bases, &refs).unwrap(), expected, "{what}");
     assert!(gpu.msm_batch(&bases, &[]).unwrap().is_empty());
     let context = gpu.context(&bases, shifted()).unwrap();
-    assert_eq!(context.msm_batch(&refs).unwrap(), expected);
+    assert_eq!(context.msm_batch(&refs).unwrap(), expected, "{what}");
     for (scalars, expected) in sets.iter().zip(&expected) {
         let device = context.upload_scalars(scalars).unwrap();
         assert_eq!(device.len(), n);
         // Twice: the scalars on the device are left as they were.
-        assert_eq!(context.msm_device(&device).unwrap(), *expected);
-        assert_eq!(context.msm_device(&device).unwrap(), *expected);
+        assert_eq!(context.msm_device(&device).unwrap(), *expected, "{what}");
+        assert_eq!(context.msm_device(&device).unwrap(), *expected, "{what}");
     }
     assert_eq!(
         msm::Backend::best().msm(&bases, &sets[0]).unwrap(),
-        expected[0]
+        expected[0],
+        "{what}"
     );
 }
 
-#[test]
-#[ignore = "requires a CUDA GPU"]
-fn errors() {
+/// The errors, none of them a panic.
+fn errors<C: MsmCurve>() {
     let gpu = cuda();
-    assert!(gpu.name().starts_with("cuda: "));
-    common::check_trait_errors(&gpu);
-    let bases = random_bases::<G1>(5, 8);
-    let scalars = random_scalars::<G1>(6, 9);
+    assert!(MsmBackend::<C>::name(&gpu).starts_with("cuda: "));
+    common::check_trait_errors::<C>(&gpu);
+    let bases = random_bases::<C>(5, 8);
+    let scalars = random_scalars::<C>(6, 9);
     assert!(matches!(
-        gpu.context(&[], ContextOptions::default()),
+        gpu.context::<C>(&[], ContextOptions::default()),
         Err(Error::Empty)
     ));
     let context = gpu.context(&bases, ContextOptions::default()).unwrap();
@@ -202,7 +251,7 @@ fn errors() {
         );
     }
     // One copy per window of 2^23 bases with 1-bit windows: 256 copies, about 200 GB.
-    let many = vec![G1Affine::generator(); 1 << 23];
+    let many = vec![Affine::<C>::generator(); 1 << 23];
     let options = ContextOptions {
         window_bits: Some(1),
         shifted_bases: true,
@@ -216,23 +265,128 @@ fn errors() {
     assert!(error.to_string().contains("256 copies"), "{error}");
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+/// The property test's body: random sizes, scalars from random bytes, bases with some at
+/// infinity, repeated or negated, random window widths, with and without shifted bases.
+fn equals_arkworks<C: MsmCurve>(
+    scalar_bytes: &[[u8; 32]],
+    seed: u64,
+    edits: &[(prop::sample::Index, u8)],
+    window: Option<u32>,
+    shifted_bases: bool,
+) -> Result<(), TestCaseError> {
+    let (bases, scalars) = common::edited_inputs::<C>(scalar_bytes, seed, edits);
+    let options = ContextOptions {
+        window_bits: window,
+        shifted_bases,
+        scratch_points: None,
+    };
+    let context = cuda().context(&bases, options).unwrap();
+    prop_assert_eq!(context.msm(&scalars).unwrap(), oracle(&bases, &scalars));
+    Ok(())
+}
 
-    /// Random sizes, scalars from random bytes, bases with some at infinity, repeated or
-    /// negated, random window widths, with and without shifted bases.
-    #[test]
-    #[ignore = "requires a CUDA GPU"]
-    fn equals_arkworks(
-        scalar_bytes in prop::collection::vec(any::<[u8; 32]>(), 1..3000),
-        seed in any::<u64>(),
-        edits in prop::collection::vec((any::<prop::sample::Index>(), 0u8..4), 0..16),
-        window in prop::option::of(1u32..=16),
-        shifted_bases in any::<bool>(),
-    ) {
-        let (bases, scalars) = common::edited_inputs(&scalar_bytes, seed, &edits);
-        let options = ContextOptions { window_bits: window, shifted_bases, scratch_points: None };
-        let context = cuda().context(&bases, options).unwrap();
-        prop_assert_eq!(context.msm(&scalars).unwrap(), oracle(&bases, &scalars));
+/// One backend serves the four groups in turn (each group's kernels load at its first use).
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn one_backend_serves_every_group() {
+    fn check<C: MsmCurve>(gpu: &Cuda, n: usize, seed: u64) {
+        let bases = random_bases::<C>(n, seed);
+        let scalars = random_scalars::<C>(n, seed + 1);
+        assert_eq!(
+            gpu.msm(&bases, &scalars).unwrap(),
+            oracle(&bases, &scalars),
+            "{}",
+            C::NAME
+        );
     }
+    let gpu = cuda();
+    let seed = fresh_seed();
+    for round in 0..2 {
+        let seed = seed + 10 * round;
+        check::<ark_bn254::g2::Config>(&gpu, 777, seed);
+        check::<ark_bls12_381::g1::Config>(&gpu, 778, seed + 2);
+        check::<ark_bn254::g1::Config>(&gpu, 779, seed + 4);
+        check::<ark_bls12_381::g2::Config>(&gpu, 780, seed + 6);
+    }
+}
+
+/// The tests above, in one module per group: `max` is the largest random input, `large` the
+/// size of the large run, `edge` the edge cases' sizes, `cases` the property test's cases.
+macro_rules! group_tests {
+    ($($group:ident: $config:ty, max = $max:expr, large = $large:expr, edge = $edge:expr,
+       cases = $cases:expr;)*) => {$(
+        mod $group {
+            use super::*;
+            type C = $config;
+
+            #[test]
+            #[ignore = "requires a CUDA GPU"]
+            fn random_inputs_of_many_sizes() {
+                super::random_inputs_of_many_sizes::<C>($max);
+            }
+
+            #[test]
+            #[ignore = "requires a CUDA GPU"]
+            fn large() {
+                super::large::<C>($large);
+            }
+
+            #[test]
+            #[ignore = "requires a CUDA GPU"]
+            fn edge_cases_equal_arkworks() {
+                super::edge_cases_equal_arkworks::<C>(&$edge);
+            }
+
+            #[test]
+            #[ignore = "requires a CUDA GPU"]
+            fn every_window_width() {
+                super::every_window_width::<C>();
+            }
+
+            #[test]
+            #[ignore = "requires a CUDA GPU"]
+            fn chunked_scratch_and_uploads() {
+                super::chunked_scratch_and_uploads::<C>();
+            }
+
+            #[test]
+            #[ignore = "requires a CUDA GPU"]
+            fn batches_and_device_scalars() {
+                super::batches_and_device_scalars::<C>();
+            }
+
+            #[test]
+            #[ignore = "requires a CUDA GPU"]
+            fn errors() {
+                super::errors::<C>();
+            }
+
+            proptest! {
+                #![proptest_config(ProptestConfig::with_cases($cases))]
+
+                #[test]
+                #[ignore = "requires a CUDA GPU"]
+                fn equals_arkworks(
+                    scalar_bytes in prop::collection::vec(any::<[u8; 32]>(), 1..3000),
+                    seed in any::<u64>(),
+                    edits in prop::collection::vec((any::<prop::sample::Index>(), 0u8..4), 0..16),
+                    window in prop::option::of(1u32..=16),
+                    shifted_bases in any::<bool>(),
+                ) {
+                    super::equals_arkworks::<C>(&scalar_bytes, seed, &edits, window, shifted_bases)?;
+                }
+            }
+        }
+    )*};
+}
+
+group_tests! {
+    bls12_381_g1: ark_bls12_381::g1::Config, max = 262_147, large = 1 << 20,
+        edge = [1, 2, 3, 7, 100, 1000, 4099, 70_001], cases = 64;
+    bls12_381_g2: ark_bls12_381::g2::Config, max = 65_537, large = 1 << 18,
+        edge = [1, 2, 3, 7, 100, 1000, 4099, 65_537], cases = 32;
+    bn254_g1: ark_bn254::g1::Config, max = 262_147, large = 1 << 20,
+        edge = [1, 2, 3, 7, 100, 1000, 4099, 70_001], cases = 64;
+    bn254_g2: ark_bn254::g2::Config, max = 65_537, large = 1 << 18,
+        edge = [1, 2, 3, 7, 100, 1000, 4099, 65_537], cases = 32;
 }

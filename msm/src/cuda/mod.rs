@@ -1,5 +1,8 @@
-//! The CUDA backend: the kernels of `msm/cuda/msm.cu` (field and curve arithmetic in
-//! `msm/cuda/bls12_381.cuh`), run through `kernels`.
+//! The CUDA backend in every group of [`MsmCurve`]: the kernels of `msm/cuda/msm.cu`, compiled
+//! once per group (field arithmetic in `field.cuh` and `fp2.cuh`, point arithmetic in
+//! `curve.cuh`, the curves' constants in `bls12_381.cuh` and `bn254.cuh`), run through
+//! `kernels`. Every group has the same features: contexts with resident bases, shifted bases,
+//! batches, device scalars and chunking.
 //!
 //! Everything from the scalars to the sum runs on the device, per scalar vector:
 //!
@@ -20,20 +23,32 @@
 //! for memory (one copy of the bases per window), computed once on the device when the
 //! context is made.
 //!
-//! Bases are stored as arkworks stores them (Montgomery form with `R = 2^384`), so they cross
-//! to the device without conversion; the point at infinity is stored as `(0, 0)`.
+//! Bases are stored as arkworks stores them (Montgomery form; `Fq2` as its two halves), so they
+//! cross to the device without conversion; the point at infinity is stored as `(0, 0)`. A
+//! group's kernels are compiled (or read from the cache) at its first use on a [`Cuda`].
 
 #![allow(unsafe_code)]
 
+mod repr;
+
+use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::source;
-use ark_ff::{BigInt, Field, Zero};
-use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, PinnedBuffer, ValidAsZeroBits};
+use ark_ec::short_weierstrass::{Affine, Projective};
+use ark_ff::Zero;
+use kernels::source::Module;
+use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, PinnedBuffer};
 use rayon::prelude::*;
 
 use crate::error::Error;
-use crate::{Fr, G1Affine, G1Projective, MsmBackend, check_batch, check_lengths};
+use crate::{MsmBackend, MsmCurve, check_batch, check_lengths};
+pub use repr::{Coordinate, DeviceField};
+use repr::{DeviceAffine, DeviceXyzz};
+
+/// The device's affine points of group `C`.
+type AffineOf<C> = DeviceAffine<<C as crate::curve::sealed::Curve>::Coordinate>;
+/// The device's XYZZ points of group `C`.
+type XyzzOf<C> = DeviceXyzz<<C as crate::curve::sealed::Curve>::Coordinate>;
 
 /// The widest window the GPU path takes: digit keys and the bucket count stay in range.
 pub const MAX_GPU_WINDOW_BITS: u32 = 24;
@@ -59,26 +74,6 @@ const RESERVED_BYTES: usize = 256 << 20;
 /// The largest number of digit entries one chunk may hold (point references are 31-bit).
 const MAX_ENTRIES: u64 = 1 << 31;
 
-type Limbs = [u64; 6];
-
-/// An affine point as the kernels store it (`struct Affine` in bls12_381.cuh).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-struct DeviceAffine {
-    x: Limbs,
-    y: Limbs,
-}
-
-/// A point in XYZZ coordinates as the kernels store it (`struct Xyzz`); infinity has `zz = 0`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-struct DeviceXyzz {
-    x: Limbs,
-    y: Limbs,
-    zz: Limbs,
-    zzz: Limbs,
-}
-
 /// How scalars are cut into digits and where the digits go (`struct DigitLayout` in msm.cu).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -91,43 +86,8 @@ struct DigitLayout {
     point_stride: u32,
 }
 
-// SAFETY: `#[repr(C)]` structs of u64 limbs, laid out as `Affine` and `Xyzz` in
-// bls12_381.cuh; the kernels accept every bit pattern they are given from these types.
-unsafe impl DeviceRepr for DeviceAffine {}
-// SAFETY: all-zero bits are the point at infinity.
-unsafe impl ValidAsZeroBits for DeviceAffine {}
-// SAFETY: as above.
-unsafe impl DeviceRepr for DeviceXyzz {}
-// SAFETY: all-zero bits are a point with `zz = 0`: infinity.
-unsafe impl ValidAsZeroBits for DeviceXyzz {}
 // SAFETY: a `#[repr(C)]` struct of integers laid out as `DigitLayout` in msm.cu.
 unsafe impl DeviceRepr for DigitLayout {}
-
-impl DeviceAffine {
-    fn from_arkworks(point: &G1Affine) -> Self {
-        if point.infinity {
-            return Self::default();
-        }
-        Self {
-            x: point.x.0.0,
-            y: point.y.0.0,
-        }
-    }
-}
-
-impl DeviceXyzz {
-    /// The point as arkworks' projective type (`x = X / ZZ`, `y = Y / ZZZ`).
-    fn to_arkworks(self) -> G1Projective {
-        let field = |limbs: Limbs| ark_bls12_381::Fq::new_unchecked(BigInt(limbs));
-        let (zz, zzz) = (field(self.zz), field(self.zzz));
-        let Some(zzz_inv) = zzz.inverse() else {
-            return G1Projective::zero();
-        };
-        // ZZ^3 = ZZZ^2, so ZZ^-1 = ZZZ^-2 * ZZ^2.
-        let zz_inv = zzz_inv.square() * zz.square();
-        G1Affine::new_unchecked(field(self.x) * zz_inv, field(self.y) * zzz_inv).into()
-    }
-}
 
 /// How a context runs its MSMs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -160,13 +120,16 @@ pub fn default_gpu_window_bits(points: usize, shifted_bases: bool) -> u32 {
         .unwrap_or(16)
 }
 
-/// Windows of `c` bits that cover a 255-bit scalar in signed digits (the top digit absorbs
+/// Windows of `c` bits that cover a 255-bit (or 254-bit) scalar in signed digits (the top digit absorbs
 /// the last carry).
 fn window_count(c: u32) -> u32 {
     256u32.div_ceil(c)
 }
 
-/// The MSM kernels, loaded on one GPU.
+/// The kernels of the groups a [`Cuda`] has run in, by module name.
+type LoadedKernels = Vec<(&'static str, Arc<Kernels>)>;
+
+/// One group's MSM kernels, loaded on one GPU.
 #[derive(Debug, Clone)]
 struct Kernels {
     scalars_canonical: Kernel,
@@ -184,8 +147,8 @@ struct Kernels {
 }
 
 impl Kernels {
-    fn load(gpu: &Gpu) -> Result<Self, Error> {
-        let kernel = |name: &str| gpu.kernel(&source::MSM, name);
+    fn load(gpu: &Gpu, module: &Module) -> Result<Self, Error> {
+        let kernel = |name: &str| gpu.kernel(module, name);
         Ok(Self {
             scalars_canonical: kernel("msm_scalars_canonical")?,
             count_digits: kernel("msm_count_digits")?,
@@ -203,10 +166,12 @@ impl Kernels {
     }
 }
 
-/// The CUDA backend on one GPU. Kernels are compiled (or read from the cache) when it is made.
+/// The CUDA backend on one GPU, in every group of [`MsmCurve`]. BLS12-381 G1's kernels are
+/// compiled (or read from the cache) when it is made, another group's at its first use.
 ///
 /// [`MsmBackend::msm`] uploads the bases for each call; to serve many MSMs over the same
-/// bases, make an [`MsmContext`] with [`Cuda::context`].
+/// bases, make an [`MsmContext`] with [`Cuda::context`]. The group follows from the bases'
+/// type, as with [`Cpu`](crate::Cpu).
 ///
 /// ```no_run
 /// use ark_ec::{CurveGroup, PrimeGroup};
@@ -224,12 +189,19 @@ impl Kernels {
 /// let options = ContextOptions { shifted_bases: true, ..ContextOptions::default() };
 /// let context = gpu.context(&bases, options)?;
 /// assert_eq!(context.msm(&scalars)?, once);
+///
+/// // BN254 G2 on the same GPU.
+/// let h = ark_bn254::G2Projective::generator();
+/// let g2_bases = vec![h.into_affine(); 3];
+/// let g2_scalars = vec![ark_bn254::Fr::from(5u64); 3];
+/// assert_eq!(gpu.msm(&g2_bases, &g2_scalars)?, h * ark_bn254::Fr::from(15u64));
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
 pub struct Cuda {
     gpu: Arc<Gpu>,
-    kernels: Arc<Kernels>,
+    /// The groups' kernels loaded so far.
+    kernels: Arc<Mutex<LoadedKernels>>,
     upload_limit: Option<usize>,
 }
 
@@ -241,12 +213,25 @@ impl Cuda {
 
     /// The backend on a GPU handle the caller opened (to pick a device or share one).
     pub fn on(gpu: Arc<Gpu>) -> Result<Self, Error> {
-        let kernels = Arc::new(Kernels::load(&gpu)?);
-        Ok(Self {
+        let cuda = Self {
             gpu,
-            kernels,
+            kernels: Arc::default(),
             upload_limit: None,
-        })
+        };
+        // The default group's kernels now, so that a missing or broken NVRTC shows here.
+        cuda.kernels::<ark_bls12_381::g1::Config>()?;
+        Ok(cuda)
+    }
+
+    /// Group `C`'s kernels, loaded at the first call.
+    fn kernels<C: MsmCurve>(&self) -> Result<Arc<Kernels>, Error> {
+        let mut loaded = self.kernels.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, kernels)) = loaded.iter().find(|(name, _)| *name == C::MODULE.name) {
+            return Ok(kernels.clone());
+        }
+        let kernels = Arc::new(Kernels::load(&self.gpu, &C::MODULE)?);
+        loaded.push((C::MODULE.name, kernels.clone()));
+        Ok(kernels)
     }
 
     /// The same backend, uploading at most `points` bases at a time in
@@ -262,6 +247,12 @@ impl Cuda {
         &self.gpu
     }
 
+    /// A human-readable name, "cuda: " and the GPU's name (as [`MsmBackend::name`] in every
+    /// group; this one needs no group named).
+    pub fn name(&self) -> String {
+        format!("cuda: {}", self.gpu.info().name)
+    }
+
     /// Uploads `bases` once (and computes their shifted copies if asked) for many MSMs.
     ///
     /// # Errors
@@ -269,30 +260,32 @@ impl Cuda {
     /// [`Error::Empty`] for no bases, [`Error::InvalidWindow`] for a window outside
     /// `1..=MAX_GPU_WINDOW_BITS`, [`Error::BasesTooLarge`] when the bases (with their copies)
     /// do not fit in the GPU's free memory, [`Error::Gpu`] when the GPU fails.
-    pub fn context(
+    pub fn context<C: MsmCurve>(
         &self,
-        bases: &[G1Affine],
+        bases: &[Affine<C>],
         options: ContextOptions,
-    ) -> Result<MsmContext, Error> {
+    ) -> Result<MsmContext<C>, Error> {
         MsmContext::new(self.clone(), bases, options)
     }
 
-    /// The most bases a context without shifted copies can hold in the free memory now,
-    /// leaving room for the scratch of its MSMs (or the upload limit, if lower).
-    fn bases_that_fit(&self) -> Result<usize, Error> {
+    /// The most bases of group `C` a context without shifted copies can hold in the free
+    /// memory now, leaving room for the scratch of its MSMs (or the upload limit, if lower).
+    fn bases_that_fit<C: MsmCurve>(&self) -> Result<usize, Error> {
         let free = self.gpu.free_memory()?.saturating_sub(RESERVED_BYTES);
-        // Bases plus, with c = 16, about 300 bytes of scratch per point.
-        let fit = (free / (size_of::<DeviceAffine>() + 300)).max(1);
+        // Bases plus, with c = 16, scratch of about 1.6 XYZZ points per point (300 bytes in
+        // BLS12-381 G1).
+        let scratch = (size_of::<XyzzOf<C>>() * 25).div_ceil(16);
+        let fit = (free / (size_of::<AffineOf<C>>() + scratch)).max(1);
         Ok(fit.min(self.upload_limit.unwrap_or(usize::MAX)))
     }
 }
 
-impl MsmBackend for Cuda {
+impl<C: MsmCurve> MsmBackend<C> for Cuda {
     fn name(&self) -> String {
-        format!("cuda: {}", self.gpu.info().name)
+        Cuda::name(self)
     }
 
-    fn msm(&self, bases: &[G1Affine], scalars: &[Fr]) -> Result<G1Projective, Error> {
+    fn msm(&self, bases: &[Affine<C>], scalars: &[C::ScalarField]) -> Result<Projective<C>, Error> {
         check_lengths(bases.len(), scalars.len())?;
         Ok(self.msm_batch(bases, &[scalars])?[0])
     }
@@ -300,15 +293,15 @@ impl MsmBackend for Cuda {
     /// Uploads the bases once for the whole batch (in chunks when they do not fit).
     fn msm_batch(
         &self,
-        bases: &[G1Affine],
-        scalar_sets: &[&[Fr]],
-    ) -> Result<Vec<G1Projective>, Error> {
+        bases: &[Affine<C>],
+        scalar_sets: &[&[C::ScalarField]],
+    ) -> Result<Vec<Projective<C>>, Error> {
         check_batch(bases.len(), scalar_sets)?;
-        let mut sums = vec![G1Projective::zero(); scalar_sets.len()];
+        let mut sums = vec![Projective::<C>::zero(); scalar_sets.len()];
         if scalar_sets.is_empty() {
             return Ok(sums);
         }
-        let chunk = self.bases_that_fit()?;
+        let chunk = self.bases_that_fit::<C>()?;
         for start in (0..bases.len()).step_by(chunk) {
             let end = (start + chunk).min(bases.len());
             let context = self.context(&bases[start..end], ContextOptions::default())?;
@@ -320,31 +313,48 @@ impl MsmBackend for Cuda {
     }
 }
 
-/// Bases resident on one GPU, serving many MSMs over them. Made by [`Cuda::context`].
+/// Bases of group `C` (by default BLS12-381 G1) resident on one GPU, serving many MSMs over
+/// them. Made by [`Cuda::context`].
 ///
 /// Scratch memory for the digit sort and the buckets is allocated at the first MSM and kept;
 /// MSMs on one context run one at a time.
-#[derive(Debug)]
-pub struct MsmContext {
+pub struct MsmContext<C: MsmCurve = ark_bls12_381::g1::Config> {
     cuda: Cuda,
+    kernels: Arc<Kernels>,
     /// The bases, then (with shifted bases) `2^(c j)` times them for each window `j >= 1`.
-    bases: DeviceBuffer<DeviceAffine>,
+    bases: DeviceBuffer<AffineOf<C>>,
     points: usize,
     window_bits: u32,
     windows: u32,
     shifted_bases: bool,
     scratch_points: Option<usize>,
-    scratch: Mutex<Option<Scratch>>,
+    scratch: Mutex<Option<Scratch<C>>>,
 }
 
-/// Scalars that are already on the device, ready for [`MsmContext::msm_device`].
+impl<C: MsmCurve> std::fmt::Debug for MsmContext<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MsmContext")
+            .field("group", &C::NAME)
+            .field("cuda", &self.cuda)
+            .field("points", &self.points)
+            .field("window_bits", &self.window_bits)
+            .field("windows", &self.windows)
+            .field("shifted_bases", &self.shifted_bases)
+            .field("scratch_points", &self.scratch_points)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Scalars of the field `F` (by default BLS12-381's `Fr`) that are already on the device,
+/// ready for [`MsmContext::msm_device`] in a group whose scalar field is `F`.
 #[derive(Debug)]
-pub struct DeviceScalars {
+pub struct DeviceScalars<F = crate::Fr> {
     /// Four u64 limbs per scalar, arkworks' Montgomery form.
     limbs: DeviceBuffer<u64>,
+    field: PhantomData<F>,
 }
 
-impl DeviceScalars {
+impl<F> DeviceScalars<F> {
     /// Number of scalars.
     pub fn len(&self) -> usize {
         self.limbs.len() / 4
@@ -356,8 +366,8 @@ impl DeviceScalars {
     }
 }
 
-impl MsmContext {
-    fn new(cuda: Cuda, bases: &[G1Affine], options: ContextOptions) -> Result<Self, Error> {
+impl<C: MsmCurve> MsmContext<C> {
+    fn new(cuda: Cuda, bases: &[Affine<C>], options: ContextOptions) -> Result<Self, Error> {
         if bases.is_empty() {
             return Err(Error::Empty);
         }
@@ -373,7 +383,7 @@ impl MsmContext {
         let windows = window_count(window_bits);
         let copies = if options.shifted_bases { windows } else { 1 } as usize;
         let len = bases.len() * copies;
-        let bytes = len * size_of::<DeviceAffine>();
+        let bytes = len * size_of::<AffineOf<C>>();
         let free = cuda.gpu.free_memory()?;
         if bytes.saturating_add(RESERVED_BYTES) > free
             || (options.shifted_bases && len as u64 >= MAX_ENTRIES)
@@ -385,14 +395,17 @@ impl MsmContext {
                 free,
             });
         }
-        let host: Vec<DeviceAffine> = bases.par_iter().map(DeviceAffine::from_arkworks).collect();
+        let kernels = cuda.kernels::<C>()?;
+        let host: Vec<AffineOf<C>> = bases.par_iter().map(DeviceAffine::from_arkworks).collect();
         let mut device = cuda.gpu.alloc_zeroed(len)?;
         device.copy_from_host(&host)?;
         if options.shifted_bases {
-            precompute_shifted(&cuda, &mut device, bases.len(), window_bits, windows)?;
+            let shape = (bases.len(), window_bits, windows);
+            precompute_shifted(&cuda.gpu, &kernels, &mut device, shape)?;
         }
         Ok(Self {
             cuda,
+            kernels,
             bases: device,
             points: bases.len(),
             window_bits,
@@ -434,7 +447,7 @@ impl MsmContext {
     ///
     /// [`Error::LengthMismatch`] when `scalars` and the bases differ in length,
     /// [`Error::Gpu`] when the GPU fails.
-    pub fn msm(&self, scalars: &[Fr]) -> Result<G1Projective, Error> {
+    pub fn msm(&self, scalars: &[C::ScalarField]) -> Result<Projective<C>, Error> {
         check_lengths(self.points, scalars.len())?;
         let mut guard = self.scratch()?;
         let Some(scratch) = guard.as_mut() else {
@@ -448,11 +461,11 @@ impl MsmContext {
                 self.cuda.gpu.alloc_zeroed(4 * scratch.chunk)?,
             ),
         };
-        let mut sum = G1Projective::zero();
+        let mut sum = Projective::<C>::zero();
         for first in (0..self.points).step_by(scratch.chunk) {
             let chunk = &scalars[first..self.points.min(first + scratch.chunk)];
             let limbs = &mut staging.as_mut_slice()?[..4 * chunk.len()];
-            fill_limbs(limbs, chunk);
+            fill_limbs::<C>(limbs, chunk);
             upload.copy_from_host(limbs)?;
             sum += self.msm_chunk(scratch, &upload, 0, first, chunk.len())?;
         }
@@ -466,7 +479,10 @@ impl MsmContext {
     ///
     /// [`Error::BatchLengthMismatch`] when a set's length differs from the bases', otherwise
     /// as [`MsmContext::msm`].
-    pub fn msm_batch(&self, scalar_sets: &[&[Fr]]) -> Result<Vec<G1Projective>, Error> {
+    pub fn msm_batch(
+        &self,
+        scalar_sets: &[&[C::ScalarField]],
+    ) -> Result<Vec<Projective<C>>, Error> {
         check_batch(self.points, scalar_sets)?;
         scalar_sets
             .iter()
@@ -480,11 +496,15 @@ impl MsmContext {
     /// # Errors
     ///
     /// [`Error::Gpu`] when the GPU memory or the copy fails.
-    pub fn upload_scalars(&self, scalars: &[Fr]) -> Result<DeviceScalars, Error> {
+    pub fn upload_scalars(
+        &self,
+        scalars: &[C::ScalarField],
+    ) -> Result<DeviceScalars<C::ScalarField>, Error> {
         let mut limbs = vec![0; 4 * scalars.len()];
-        fill_limbs(&mut limbs, scalars);
+        fill_limbs::<C>(&mut limbs, scalars);
         Ok(DeviceScalars {
             limbs: self.cuda.gpu.upload(&limbs)?,
+            field: PhantomData,
         })
     }
 
@@ -494,13 +514,16 @@ impl MsmContext {
     ///
     /// [`Error::LengthMismatch`] when the scalars and the bases differ in length,
     /// [`Error::Gpu`] when the GPU fails.
-    pub fn msm_device(&self, scalars: &DeviceScalars) -> Result<G1Projective, Error> {
+    pub fn msm_device(
+        &self,
+        scalars: &DeviceScalars<C::ScalarField>,
+    ) -> Result<Projective<C>, Error> {
         check_lengths(self.points, scalars.len())?;
         let mut guard = self.scratch()?;
         let Some(scratch) = guard.as_mut() else {
             unreachable!("MsmContext::scratch allocates the scratch")
         };
-        let mut sum = G1Projective::zero();
+        let mut sum = Projective::<C>::zero();
         for first in (0..self.points).step_by(scratch.chunk) {
             let n = scratch.chunk.min(self.points - first);
             sum += self.msm_chunk(scratch, &scalars.limbs, first, first, n)?;
@@ -509,7 +532,7 @@ impl MsmContext {
     }
 
     /// The scratch memory, allocated at the first MSM.
-    fn scratch(&self) -> Result<std::sync::MutexGuard<'_, Option<Scratch>>, Error> {
+    fn scratch(&self) -> Result<std::sync::MutexGuard<'_, Option<Scratch<C>>>, Error> {
         let mut guard = self.scratch.lock().unwrap_or_else(PoisonError::into_inner);
         if guard.is_none() {
             *guard = Some(Scratch::new(self)?);
@@ -521,14 +544,14 @@ impl MsmContext {
     /// `offset` of `scalars` (on the device).
     fn msm_chunk(
         &self,
-        scratch: &mut Scratch,
+        scratch: &mut Scratch<C>,
         scalars: &DeviceBuffer<u64>,
         offset: usize,
         first: usize,
         n: usize,
-    ) -> Result<G1Projective, Error> {
+    ) -> Result<Projective<C>, Error> {
         let gpu = &self.cuda.gpu;
-        let kernels = &self.cuda.kernels;
+        let kernels = &self.kernels;
         let s = scratch;
         let (offset64, first64, n64) = (offset as u64, first as u64, n as u64);
         let buckets_per_window = 1u32 << (self.window_bits - 1);
@@ -679,53 +702,51 @@ impl MsmContext {
                     .buffer_mut(&mut s.result)
                     .run()?;
             } else {
-                let mut sum = [DeviceXyzz::default()];
+                let mut sum = [XyzzOf::<C>::default()];
                 s.group_sums[current].copy_to_host(&mut sum)?;
                 return Ok(sum[0].to_arkworks());
             }
         }
-        let mut sum = [DeviceXyzz::default()];
+        let mut sum = [XyzzOf::<C>::default()];
         s.result.copy_to_host(&mut sum)?;
         Ok(sum[0].to_arkworks())
     }
 }
 
 /// Writes each scalar's Montgomery-form limbs (arkworks' `Fr` representation) into `limbs`.
-fn fill_limbs(limbs: &mut [u64], scalars: &[Fr]) {
+fn fill_limbs<C: MsmCurve>(limbs: &mut [u64], scalars: &[C::ScalarField]) {
     limbs
         .par_chunks_mut(4)
         .zip(scalars.par_iter())
-        .for_each(|(out, scalar)| out.copy_from_slice(&scalar.0.0));
+        .for_each(|(out, scalar)| out.copy_from_slice(&C::scalar_montgomery_limbs(scalar)));
 }
 
-/// Computes `2^(c j) P_i` for every window `j >= 1` into the copies after the `n` bases.
-fn precompute_shifted(
-    cuda: &Cuda,
-    bases: &mut DeviceBuffer<DeviceAffine>,
-    n: usize,
-    window_bits: u32,
-    windows: u32,
+/// Computes `2^(c j) P_i` for every window `j >= 1` into the copies after the `n` bases;
+/// `shape` is `(n, c, windows)`.
+fn precompute_shifted<L: Coordinate>(
+    gpu: &Gpu,
+    kernels: &Kernels,
+    bases: &mut DeviceBuffer<DeviceAffine<L>>,
+    (n, window_bits, windows): (usize, u32, u32),
 ) -> Result<(), Error> {
     let n = n as u64;
     // SAFETY: arguments match `msm_precompute_shifted(Affine*, u64, u32, u32)`; thread i
     // reads base i and writes element j * n + i for j < windows, inside `bases`, which holds
     // windows * n points.
     unsafe {
-        cuda.gpu
-            .launch(&cuda.kernels.precompute_shifted, Grid::cover(n, THREADS))
+        gpu.launch(&kernels.precompute_shifted, Grid::cover(n, THREADS))
             .buffer_mut(bases)
             .value(&n)
             .value(&window_bits)
             .value(&windows)
             .run()?;
     }
-    cuda.gpu.synchronize()?;
+    gpu.synchronize()?;
     Ok(())
 }
 
 /// Device scratch memory for the MSMs of one context, sized for `chunk` scalars at a time.
-#[derive(Debug)]
-struct Scratch {
+struct Scratch<C: MsmCurve> {
     /// Scalars per chunk.
     chunk: usize,
     /// Bucket keys: bucket sets times `2^(c-1)`.
@@ -751,23 +772,23 @@ struct Scratch {
     sorted: DeviceBuffer<[u32; 2]>,
     /// Partial sums of the reduction passes: pass p writes set p % 2.
     partial_keys: [DeviceBuffer<u32>; 2],
-    partial_points: [DeviceBuffer<DeviceXyzz>; 2],
-    buckets: DeviceBuffer<DeviceXyzz>,
-    group_sums: [DeviceBuffer<DeviceXyzz>; 2],
-    result: DeviceBuffer<DeviceXyzz>,
+    partial_points: [DeviceBuffer<XyzzOf<C>>; 2],
+    buckets: DeviceBuffer<XyzzOf<C>>,
+    group_sums: [DeviceBuffer<XyzzOf<C>>; 2],
+    result: DeviceBuffer<XyzzOf<C>>,
     /// The page-locked staging buffer and device buffer of [`MsmContext::msm`]'s scalar
     /// uploads (allocated at its first call).
     staged: Option<(PinnedBuffer<u64>, DeviceBuffer<u64>)>,
 }
 
 /// A pass's input (keys, points) and output (keys, points) partial buffers.
-type PassBuffers<'a> = (
-    (&'a DeviceBuffer<u32>, &'a DeviceBuffer<DeviceXyzz>),
-    (&'a mut DeviceBuffer<u32>, &'a mut DeviceBuffer<DeviceXyzz>),
+type PassBuffers<'a, P> = (
+    (&'a DeviceBuffer<u32>, &'a DeviceBuffer<P>),
+    (&'a mut DeviceBuffer<u32>, &'a mut DeviceBuffer<P>),
 );
 
-impl Scratch {
-    fn new(context: &MsmContext) -> Result<Self, Error> {
+impl<C: MsmCurve> Scratch<C> {
+    fn new(context: &MsmContext<C>) -> Result<Self, Error> {
         let gpu = &context.cuda.gpu;
         let windows = u64::from(context.windows);
         let bucket_sets = if context.shifted_bases {
@@ -781,7 +802,7 @@ impl Scratch {
         let groups =
             prev_power_of_two(REDUCE_THREADS / u64::from(bucket_sets)).clamp(1, buckets_per_set);
         // Memory that does not grow with the chunk, then per scalar of a chunk.
-        let xyzz = size_of::<DeviceXyzz>() as u64;
+        let xyzz = size_of::<XyzzOf<C>>() as u64;
         // Two points per group, then two per pair of groups.
         let fixed = keys * (8 + xyzz) + 3 * u64::from(bucket_sets) * groups * xyzz;
         // Scalars, sorted keys and references, and the first pass's partial sums.
@@ -810,7 +831,7 @@ impl Scratch {
         }
         let partials = |pass: usize| segments.get(pass).map_or(1, |s| 2 * s) as usize;
         let u32s = |len: u64| gpu.alloc_zeroed::<u32>(len as usize);
-        let points = |len: u64| gpu.alloc_zeroed::<DeviceXyzz>(len as usize);
+        let points = |len: u64| gpu.alloc_zeroed::<XyzzOf<C>>(len as usize);
         Ok(Self {
             chunk: chunk as usize,
             keys: keys as u32,
@@ -844,11 +865,11 @@ fn prev_power_of_two(x: u64) -> u64 {
 }
 
 /// Pass `pass >= 1` reads the partials pass `pass - 1` wrote and writes the other set.
-fn partials_for_pass<'a>(
+fn partials_for_pass<'a, P>(
     keys: &'a mut [DeviceBuffer<u32>; 2],
-    points: &'a mut [DeviceBuffer<DeviceXyzz>; 2],
+    points: &'a mut [DeviceBuffer<P>; 2],
     pass: usize,
-) -> PassBuffers<'a> {
+) -> PassBuffers<'a, P> {
     let [keys0, keys1] = keys;
     let [points0, points1] = points;
     if pass % 2 == 1 {
@@ -880,7 +901,13 @@ impl Backend {
         }
     }
 
-    fn as_dyn(&self) -> &dyn MsmBackend {
+    /// A human-readable name: the chosen backend's (as [`MsmBackend::name`] in every group;
+    /// this one needs no group named).
+    pub fn name(&self) -> String {
+        self.as_dyn::<ark_bls12_381::g1::Config>().name()
+    }
+
+    fn as_dyn<C: MsmCurve>(&self) -> &dyn MsmBackend<C> {
         match self {
             Backend::Cpu(cpu) => cpu,
             Backend::Cuda(cuda) => cuda,
@@ -888,20 +915,20 @@ impl Backend {
     }
 }
 
-impl MsmBackend for Backend {
+impl<C: MsmCurve> MsmBackend<C> for Backend {
     fn name(&self) -> String {
-        self.as_dyn().name()
+        Backend::name(self)
     }
 
-    fn msm(&self, bases: &[G1Affine], scalars: &[Fr]) -> Result<G1Projective, Error> {
+    fn msm(&self, bases: &[Affine<C>], scalars: &[C::ScalarField]) -> Result<Projective<C>, Error> {
         self.as_dyn().msm(bases, scalars)
     }
 
     fn msm_batch(
         &self,
-        bases: &[G1Affine],
-        scalar_sets: &[&[Fr]],
-    ) -> Result<Vec<G1Projective>, Error> {
+        bases: &[Affine<C>],
+        scalar_sets: &[&[C::ScalarField]],
+    ) -> Result<Vec<Projective<C>>, Error> {
         self.as_dyn().msm_batch(bases, scalar_sets)
     }
 }
