@@ -50,6 +50,12 @@ const RESERVED_BYTES: u64 = 1 << 30;
 /// Parity words a gather pass handles per hint (128 bytes, a word per lane of the hint's
 /// warp); wider entries take several passes.
 const COLUMN_WORDS: u32 = 32;
+/// Plinko jobs of at most this many hints (the iPRF's balls) get their bins' ranges from the
+/// host, [`HOST_BINS_BATCH`] blocks at a time in parallel: for so few balls the GPU's
+/// per-level launches, allocations and round trips cost more than the work.
+const HOST_BINS_MAX_HINTS: u64 = 1 << 16;
+/// Blocks whose bins' ranges the host makes at once (in parallel) for small Plinko jobs.
+const HOST_BINS_BATCH: u64 = 64;
 /// The largest number of blocks the subset kernel handles (its ranks are 32-bit).
 const MAX_GPU_BLOCKS: u64 = 1 << 32;
 
@@ -694,10 +700,16 @@ impl<'a> Worker<'a> {
         let tables = prp::Cuda::on(Arc::clone(self.gpu));
         let main = params.main_hints();
         let w = params.block_size();
+        let end = blocks.end;
+        let mut host_bins = HostBins::default();
         stream(blocks, &mut |a, rows, shape| {
             let iprf = self.key.block_iprf(&params, a)?;
             let inverse = tables.inverse_table_device(iprf.prp())?;
-            let boundaries = self.gpu.upload(&tables.bin_boundaries(iprf.pmns())?)?;
+            let boundaries = if m <= HOST_BINS_MAX_HINTS {
+                self.gpu.upload(host_bins.get(self.key, &params, a, end)?)?
+            } else {
+                self.gpu.upload(&tables.bin_boundaries(iprf.pmns())?)?
+            };
             let launch = self
                 .gpu
                 .launch(&kernel, Grid::cover(m, THREADS))
@@ -721,6 +733,34 @@ impl<'a> Worker<'a> {
             Ok(())
         })?;
         Part::download(&summaries, (&parity, &second), 0..m, params.entry_size())
+    }
+}
+
+/// The bins' ranges of a batch of Plinko blocks made on the host, for small jobs
+/// ([`HOST_BINS_MAX_HINTS`]).
+#[derive(Default)]
+struct HostBins {
+    blocks: Range<u64>,
+    boundaries: Vec<Vec<u64>>,
+}
+
+impl HostBins {
+    /// Block `a`'s bins' ranges; when `a` is not in the batch, makes the next batch, blocks
+    /// `a .. min(a + HOST_BINS_BATCH, end)`, in parallel.
+    fn get(&mut self, key: &MasterKey, params: &Params, a: u64, end: u64) -> Result<&[u64], Error> {
+        if !self.blocks.contains(&a) {
+            let blocks = a..a.saturating_add(HOST_BINS_BATCH).min(end).max(a + 1);
+            self.boundaries = blocks
+                .clone()
+                .into_par_iter()
+                .map(|b| {
+                    let iprf = key.block_iprf(params, b)?;
+                    Ok(prp::Cpu.bin_boundaries(iprf.pmns())?)
+                })
+                .collect::<Result<_, Error>>()?;
+            self.blocks = blocks;
+        }
+        Ok(&self.boundaries[(a - self.blocks.start) as usize])
     }
 }
 
