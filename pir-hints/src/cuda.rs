@@ -13,8 +13,11 @@
 //!   bin (the entry's offset), its hint, and XORs the entry into that hint. Every hint is hit
 //!   once per block, so no atomics are needed.
 //!
-//! Several GPUs split RMS24 by hints and Plinko by blocks. Databases larger than a GPU's
-//! free memory are uploaded in block ranges.
+//! Several GPUs split both schemes by blocks ([`crate::block_slices`]): each GPU holds only
+//! its slice of the database, computes every hint's subset, and makes its blocks' part of
+//! every hint's parities, in a host thread of its own; the parts are XORed on the host (one
+//! pass over the hint set per GPU, in parallel). Databases larger than a GPU's free memory
+//! are uploaded in block ranges.
 
 #![allow(unsafe_code)]
 
@@ -31,6 +34,7 @@ use crate::error::Error;
 use crate::hints::{Hints, xor_into};
 use crate::keys::MasterKey;
 use crate::params::{Params, Scheme};
+use crate::slices::{block_slices, synthetic_alignment};
 use crate::{HintGenerator, Job};
 
 /// Threads per block of the subset kernel (fixed in pir.cu).
@@ -46,6 +50,12 @@ const RESERVED_BYTES: u64 = 1 << 30;
 /// Parity words a gather pass handles per hint (128 bytes, a word per lane of the hint's
 /// warp); wider entries take several passes.
 const COLUMN_WORDS: u32 = 32;
+/// Plinko jobs of at most this many hints (the iPRF's balls) get their bins' ranges from the
+/// host, [`HOST_BINS_BATCH`] blocks at a time in parallel: for so few balls the GPU's
+/// per-level launches, allocations and round trips cost more than the work.
+const HOST_BINS_MAX_HINTS: u64 = 1 << 16;
+/// Blocks whose bins' ranges the host makes at once (in parallel) for small Plinko jobs.
+const HOST_BINS_BATCH: u64 = 64;
 /// The largest number of blocks the subset kernel handles (its ranks are 32-bit).
 const MAX_GPU_BLOCKS: u64 = 1 << 32;
 
@@ -211,21 +221,75 @@ impl Cuda {
         params: &Params,
         blocks: Range<u64>,
     ) -> Result<DeviceDatabase, Error> {
-        params.check_block_range(&blocks)?;
-        let gpu = Arc::clone(&self.gpus[0]);
-        let (counter, len) = synthetic_rows(params, blocks.clone())?;
-        let mut bytes = gpu.alloc_zeroed::<u8>(len)?;
-        prp::Cuda::on(Arc::clone(&gpu)).fill_keystream_device(
-            &synthetic_stream(seed),
-            counter,
-            &mut bytes,
-        )?;
-        Ok(DeviceDatabase {
-            gpu,
-            bytes,
-            params: *params,
-            blocks,
-        })
+        synthetic_on(&self.gpus[0], seed, params, blocks)
+    }
+
+    /// Blocks `blocks` of the synthetic database of `seed`, split between the GPUs by
+    /// [`crate::block_slices`] (on boundaries where the synthetic stream can start, so some
+    /// GPUs get none when there are few blocks): each GPU generates and holds only its slice.
+    /// For [`Cuda::generate_slices`]. A backend on the same GPU listed `k` times holds `k`
+    /// slices on it.
+    pub fn synthetic_slices(
+        &self,
+        seed: u64,
+        params: &Params,
+        blocks: Range<u64>,
+    ) -> Result<Vec<DeviceDatabase>, Error> {
+        let slices = block_slices(blocks, self.gpus.len(), synthetic_alignment(params))?;
+        slices
+            .into_iter()
+            .zip(&self.gpus)
+            .map(|(slice, gpu)| synthetic_on(gpu, seed, params, slice))
+            .collect()
+    }
+
+    /// The hints of `job` from database slices resident on their GPUs (from
+    /// [`Cuda::synthetic_slices`] or [`Cuda::upload_database`]), every slice on its own GPU at
+    /// once, each in a host thread; the slices' parts are XORed on the host. Only the job's
+    /// blocks inside each slice are used; the slices must together hold the job's blocks,
+    /// each block once. Returns the hints and each slice's seconds (its subsets, gather or
+    /// scatter, and download), for speed-up figures.
+    pub fn generate_slices(
+        &self,
+        job: &Job<'_>,
+        slices: &[DeviceDatabase],
+    ) -> Result<(Hints, Vec<f64>), Error> {
+        let mut covered = 0u64;
+        for db in slices {
+            check_same_shape(job, db)?;
+            let inside = intersect(job.blocks(), db.blocks.clone());
+            covered += inside.end - inside.start;
+        }
+        let wanted = job.blocks().end - job.blocks().start;
+        if covered != wanted {
+            return Err(Error::Parameter(format!(
+                "the slices hold {covered} of the job's {wanted} blocks {:?} (each block once)",
+                job.blocks()
+            )));
+        }
+        let parts: Vec<Result<(Option<Part>, f64), Error>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = slices
+                .iter()
+                .map(|db| {
+                    scope.spawn(move || {
+                        let start = std::time::Instant::now();
+                        let part = resident_part(job, db, &|_| {})?;
+                        Ok((part, start.elapsed().as_secs_f64()))
+                    })
+                })
+                .collect();
+            handles.into_iter().map(join_worker).collect()
+        });
+        let mut hints = job.empty_hints();
+        let mut seconds = Vec::with_capacity(parts.len());
+        for part in parts {
+            let (part, time) = part?;
+            if let Some(part) = part {
+                part.store(&mut hints);
+            }
+            seconds.push(time);
+        }
+        Ok((hints, seconds))
     }
 
     /// The hints of `job` from a database already on a GPU, on that GPU alone. The database
@@ -237,50 +301,97 @@ impl Cuda {
         db: &DeviceDatabase,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<Hints, Error> {
-        let (a, b) = (&db.params, job.params());
-        let same_shape = (a.entries(), a.entry_size(), a.block_size())
-            == (b.entries(), b.entry_size(), b.block_size());
-        if !same_shape || job.blocks().start < db.blocks.start || job.blocks().end > db.blocks.end {
+        check_same_shape(job, db)?;
+        if job.blocks().start < db.blocks.start || job.blocks().end > db.blocks.end {
             return Err(Error::Parameter(format!(
-                "the job ({b}, blocks {:?}) does not match the device database ({a}, blocks {:?})",
+                "the job's blocks {:?} are not all in the device database's {:?}",
                 job.blocks(),
                 db.blocks
             )));
         }
-        let worker = Worker::new(&db.gpu, job)?;
         let mut hints = job.empty_hints();
-        match job.params().scheme() {
-            Scheme::Rms24 => {
-                let all = 0..job.params().total_hints();
-                let part = worker.rms24(all, &mut |gather| {
-                    gather(&db.bytes, db.shape(), job.blocks(), progress)
-                })?;
-                part.store(&mut hints);
-            }
-            Scheme::Plinko => {
-                let part = worker.plinko(job.blocks(), &mut |blocks, scatter| {
-                    for a in blocks {
-                        scatter(a, &db.bytes, db.shape())?;
-                        progress(1);
-                    }
-                    Ok(())
-                })?;
-                part.store(&mut hints);
-            }
+        if let Some(part) = resident_part(job, db, progress)? {
+            part.store(&mut hints);
         }
         Ok(hints)
     }
 }
 
-/// Splits `range` into `parts` nearly equal consecutive pieces (none empty unless `range` is
-/// shorter than `parts`).
-fn split(range: Range<u64>, parts: usize) -> Vec<Range<u64>> {
-    let len = range.end - range.start;
-    let parts = parts as u64;
-    (0..parts)
-        .map(|i| range.start + len * i / parts..range.start + len * (i + 1) / parts)
-        .filter(|r| !r.is_empty())
-        .collect()
+/// Blocks generated on `gpu`: see [`Cuda::synthetic_database`].
+fn synthetic_on(
+    gpu: &Arc<Gpu>,
+    seed: u64,
+    params: &Params,
+    blocks: Range<u64>,
+) -> Result<DeviceDatabase, Error> {
+    params.check_block_range(&blocks)?;
+    let (counter, len) = synthetic_rows(params, blocks.clone())?;
+    let mut bytes = gpu.alloc_zeroed::<u8>(len)?;
+    prp::Cuda::on(Arc::clone(gpu)).fill_keystream_device(
+        &synthetic_stream(seed),
+        counter,
+        &mut bytes,
+    )?;
+    Ok(DeviceDatabase {
+        gpu: Arc::clone(gpu),
+        bytes,
+        params: *params,
+        blocks,
+    })
+}
+
+/// Errors unless the device database has the job's `n`, `E` and `w` (its hint counts may
+/// differ).
+fn check_same_shape(job: &Job<'_>, db: &DeviceDatabase) -> Result<(), Error> {
+    let (a, b) = (&db.params, job.params());
+    if (a.entries(), a.entry_size(), a.block_size())
+        != (b.entries(), b.entry_size(), b.block_size())
+    {
+        return Err(Error::Parameter(format!(
+            "the job ({b}) does not match the device database ({a})"
+        )));
+    }
+    Ok(())
+}
+
+/// The blocks two ranges share (empty if none).
+fn intersect(a: Range<u64>, b: Range<u64>) -> Range<u64> {
+    let start = a.start.max(b.start);
+    start..a.end.min(b.end).max(start)
+}
+
+/// The part of every hint of `job` that the job's blocks inside `db` make, on `db`'s GPU;
+/// `None` if the job has no blocks there.
+fn resident_part(
+    job: &Job<'_>,
+    db: &DeviceDatabase,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Option<Part>, Error> {
+    let blocks = intersect(job.blocks(), db.blocks.clone());
+    if blocks.is_empty() {
+        return Ok(None);
+    }
+    let worker = Worker::new(&db.gpu, job)?;
+    let part = match job.params().scheme() {
+        Scheme::Rms24 => {
+            worker.rms24(&mut |gather| gather(&db.bytes, db.shape(), blocks.clone(), progress))?
+        }
+        Scheme::Plinko => worker.plinko(blocks, &mut |blocks, scatter| {
+            for a in blocks {
+                scatter(a, &db.bytes, db.shape())?;
+                progress(1);
+            }
+            Ok(())
+        })?,
+    };
+    Ok(Some(part))
+}
+
+/// A GPU worker thread's result, a panic turned into an error.
+fn join_worker<T>(handle: std::thread::ScopedJoinHandle<'_, Result<T, Error>>) -> Result<T, Error> {
+    handle
+        .join()
+        .unwrap_or_else(|_| Err(Error::Parameter("a GPU worker panicked".into())))
 }
 
 impl HintGenerator for Cuda {
@@ -300,30 +411,30 @@ impl HintGenerator for Cuda {
     ) -> Result<Hints, Error> {
         db.check(job.params())?;
         let params = *job.params();
-        let by_hints = params.scheme() == Scheme::Rms24;
-        let whole = if by_hints {
-            0..params.total_hints()
-        } else {
-            job.blocks()
-        };
-        let pieces = split(whole, self.gpus.len());
+        let pieces = block_slices(job.blocks(), self.gpus.len(), 1)?;
         let parts: Vec<Result<Part, Error>> = std::thread::scope(|scope| {
             let handles: Vec<_> = pieces
                 .into_iter()
                 .zip(&self.gpus)
-                .map(|(piece, gpu)| {
+                .enumerate()
+                .map(|(index, (piece, gpu))| {
                     scope.spawn(move || {
                         let worker = Worker::new(gpu, job)?;
-                        if by_hints {
-                            worker.rms24(piece, &mut |gather| {
+                        if params.scheme() == Scheme::Rms24 {
+                            // Every GPU gathers every hint over its blocks: the first GPU's
+                            // last range reports the hints.
+                            worker.rms24(&mut |gather| {
                                 upload_in_ranges(
                                     gpu,
                                     &params,
                                     db,
-                                    (job.blocks(), self.upload_limit),
+                                    (piece.clone(), self.upload_limit),
                                     &mut |rows, shape, blocks, last| {
-                                        let report: &(dyn Fn(u64) + Sync) =
-                                            if last { progress } else { &|_| {} };
+                                        let report: &(dyn Fn(u64) + Sync) = if last && index == 0 {
+                                            progress
+                                        } else {
+                                            &|_| {}
+                                        };
                                         gather(rows, shape, blocks, report)
                                     },
                                 )
@@ -348,13 +459,7 @@ impl HintGenerator for Cuda {
                     })
                 })
                 .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(Error::Parameter("a GPU worker panicked".into())))
-                })
-                .collect()
+            handles.into_iter().map(join_worker).collect()
         });
         let mut hints = job.empty_hints();
         for part in parts {
@@ -402,8 +507,6 @@ struct Part {
     valid: Vec<bool>,
     parity: Vec<u8>,
     second: Vec<u8>,
-    /// Whether the parities are a shard over blocks (XOR them in) or own their hints (copy).
-    xor: bool,
 }
 
 impl Part {
@@ -414,7 +517,6 @@ impl Part {
         (parity, second): (&DeviceBuffer<u32>, &DeviceBuffer<u32>),
         hints: Range<u64>,
         entry_size: usize,
-        xor: bool,
     ) -> Result<Self, Error> {
         let words = parity_words(entry_size);
         Ok(Part {
@@ -422,11 +524,11 @@ impl Part {
             parity: words_to_bytes(&parity.to_host()?, words, entry_size),
             second: words_to_bytes(&second.to_host()?, words, entry_size),
             hints,
-            xor,
         })
     }
 
-    /// Writes this part into `hints`.
+    /// XORs this part's parities into `hints` (the parts of several block slices add up to
+    /// the whole) and copies the validity (every part has the same).
     fn store(self, hints: &mut Hints) {
         let params = *hints.params();
         let e = params.entry_size();
@@ -435,13 +537,8 @@ impl Part {
         valid[h0..h1].copy_from_slice(&self.valid);
         let backup0 = (self.hints.start.max(params.main_hints()) - params.main_hints()) as usize;
         let second = &mut second[backup0 * e..backup0 * e + self.second.len()];
-        if self.xor {
-            xor_into(&mut parity[h0 * e..h1 * e], &self.parity);
-            xor_into(second, &self.second);
-        } else {
-            parity[h0 * e..h1 * e].copy_from_slice(&self.parity);
-            second.copy_from_slice(&self.second);
-        }
+        xor_into(&mut parity[h0 * e..h1 * e], &self.parity);
+        xor_into(second, &self.second);
     }
 }
 
@@ -521,14 +618,14 @@ impl<'a> Worker<'a> {
         Ok(out)
     }
 
-    /// RMS24 over hints `hints`: subsets, then `passes` runs the returned gather over the
-    /// database rows (once, or per uploaded range).
+    /// RMS24's part of every hint from the blocks that `passes` feeds: subsets, then `passes`
+    /// runs the returned gather over database rows (once, or per uploaded range).
     fn rms24(
         &self,
-        hints: Range<u64>,
         passes: &mut dyn FnMut(&mut Gather<'_>) -> Result<(), Error>,
     ) -> Result<Part, Error> {
         let params = self.params;
+        let hints = 0..params.total_hints();
         let words = parity_words(params.entry_size());
         let summaries = self.summaries(hints.clone())?;
         let count = hints.end - hints.start;
@@ -583,13 +680,7 @@ impl<'a> Worker<'a> {
             }
             Ok(())
         })?;
-        Part::download(
-            &summaries,
-            (&parity, &second),
-            hints,
-            params.entry_size(),
-            false,
-        )
+        Part::download(&summaries, (&parity, &second), hints, params.entry_size())
     }
 
     /// Plinko over blocks `blocks`: subsets of every hint, then `stream` feeds the blocks'
@@ -609,10 +700,16 @@ impl<'a> Worker<'a> {
         let tables = prp::Cuda::on(Arc::clone(self.gpu));
         let main = params.main_hints();
         let w = params.block_size();
+        let end = blocks.end;
+        let mut host_bins = HostBins::default();
         stream(blocks, &mut |a, rows, shape| {
             let iprf = self.key.block_iprf(&params, a)?;
             let inverse = tables.inverse_table_device(iprf.prp())?;
-            let boundaries = self.gpu.upload(&tables.bin_boundaries(iprf.pmns())?)?;
+            let boundaries = if m <= HOST_BINS_MAX_HINTS {
+                self.gpu.upload(host_bins.get(self.key, &params, a, end)?)?
+            } else {
+                self.gpu.upload(&tables.bin_boundaries(iprf.pmns())?)?
+            };
             let launch = self
                 .gpu
                 .launch(&kernel, Grid::cover(m, THREADS))
@@ -635,25 +732,41 @@ impl<'a> Worker<'a> {
             unsafe { launch.run() }?;
             Ok(())
         })?;
-        Part::download(
-            &summaries,
-            (&parity, &second),
-            0..m,
-            params.entry_size(),
-            true,
-        )
+        Part::download(&summaries, (&parity, &second), 0..m, params.entry_size())
+    }
+}
+
+/// The bins' ranges of a batch of Plinko blocks made on the host, for small jobs
+/// ([`HOST_BINS_MAX_HINTS`]).
+#[derive(Default)]
+struct HostBins {
+    blocks: Range<u64>,
+    boundaries: Vec<Vec<u64>>,
+}
+
+impl HostBins {
+    /// Block `a`'s bins' ranges; when `a` is not in the batch, makes the next batch, blocks
+    /// `a .. min(a + HOST_BINS_BATCH, end)`, in parallel.
+    fn get(&mut self, key: &MasterKey, params: &Params, a: u64, end: u64) -> Result<&[u64], Error> {
+        if !self.blocks.contains(&a) {
+            let blocks = a..a.saturating_add(HOST_BINS_BATCH).min(end).max(a + 1);
+            self.boundaries = blocks
+                .clone()
+                .into_par_iter()
+                .map(|b| {
+                    let iprf = key.block_iprf(params, b)?;
+                    Ok(prp::Cpu.bin_boundaries(iprf.pmns())?)
+                })
+                .collect::<Result<_, Error>>()?;
+            self.blocks = blocks;
+        }
+        Ok(&self.boundaries[(a - self.blocks.start) as usize])
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn splits_cover_the_range() {
-        assert_eq!(split(0..10, 3), vec![0..3, 3..6, 6..10]);
-        assert_eq!(split(5..7, 4), vec![5..6, 6..7]);
-    }
 
     #[test]
     fn words_back_to_bytes() {

@@ -72,6 +72,7 @@ mod hints;
 mod keys;
 mod params;
 mod sharded;
+mod slices;
 #[cfg(feature = "cuda")]
 pub mod source;
 mod subset;
@@ -91,6 +92,7 @@ pub use hints::{FORMAT_VERSION, HEADER_BYTES, Hints, HintsHeader, MAGIC};
 pub use keys::{KEY_FILE_BYTES, MasterKey};
 pub use params::{DEFAULT_LAMBDA, MAX_ENTRY_SIZE, Params, Scheme};
 pub use sharded::{ShardEvent, ShardedRun};
+pub use slices::{block_slices, synthetic_alignment};
 pub use subset::{MAX_BLOCKS, Subset, rms24_offset, select_value};
 
 /// One generation run: parameters, the key, and the blocks whose entries to cover (all of

@@ -140,3 +140,63 @@ fn ties_make_the_same_hints_invalid() {
         assert_eq!(cpu, gpu, "{scheme}");
     }
 }
+
+/// The database split by blocks between GPUs (host databases through `generate`, resident
+/// slices through `synthetic_slices` and `generate_slices`) equals the CPU: on the first
+/// 1 ..= all GPUs, and as 2 ..= 5 slices on the first GPU alone, so that a one-GPU machine
+/// runs the split too. The shapes have block counts that the slices do not divide, fewer
+/// blocks than slices, and a synthetic alignment of 8 blocks; keys and data are fresh.
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn database_split_by_blocks_equals_cpu() {
+    let all = gpu().gpus().to_vec();
+    let first = std::sync::Arc::clone(&all[0]);
+    let mut layouts: Vec<_> = (1..=all.len()).map(|k| all[..k].to_vec()).collect();
+    layouts.extend((2..=5).map(|k| vec![std::sync::Arc::clone(&first); k]));
+    let seed: u64 = rand::random();
+    let master: [u8; 32] = rand::random();
+    let key = MasterKey::new(&master);
+    // (scheme, n, E, w, main, backup): 19 blocks aligned to 8 (w E = 1480), 3 blocks, 10
+    // blocks, 4 blocks.
+    for (scheme, n, e, w, main, backup) in [
+        (Scheme::Rms24, 700, 40, 37, 300, 100),
+        (Scheme::Rms24, 90, 16, 40, 200, 61),
+        (Scheme::Plinko, 300, 24, 32, 150, 40),
+        (Scheme::Plinko, 50, 20, 16, 90, 30),
+    ] {
+        let params = Params::new(scheme, n, e)
+            .unwrap()
+            .with_block_size(w)
+            .unwrap()
+            .with_hints(main, backup)
+            .unwrap();
+        let bytes = synthetic_database(seed, n, e).unwrap();
+        let db = Database::new(&bytes, e).unwrap();
+        let c = params.blocks();
+        for blocks in [0..c, 1..c] {
+            let job = Job::new(params, &key).with_blocks(blocks.clone()).unwrap();
+            let cpu = Cpu.generate(&job, &db).unwrap();
+            for layout in &layouts {
+                let cuda = Cuda::on(layout.clone()).unwrap();
+                let what = format!(
+                    "{scheme} {params} blocks {blocks:?} on {} slices",
+                    layout.len()
+                );
+                assert_eq!(
+                    cuda.generate(&job, &db).unwrap(),
+                    cpu,
+                    "{what}, host database"
+                );
+                let slices = cuda.synthetic_slices(seed, &params, 0..c).unwrap();
+                assert!(slices.len() <= layout.len(), "{what}");
+                let (hints, seconds) = cuda.generate_slices(&job, &slices).unwrap();
+                assert_eq!(hints, cpu, "{what}, resident slices");
+                assert_eq!(seconds.len(), slices.len(), "{what}");
+                // A slice of the job's missing is refused, not silently wrong.
+                if slices.len() > 1 && blocks.start == 0 {
+                    assert!(cuda.generate_slices(&job, &slices[1..]).is_err(), "{what}");
+                }
+            }
+        }
+    }
+}

@@ -1,7 +1,10 @@
-//! `pir_scale`: PIR hint generation at the published shapes on one GPU, timed once each, with
-//! the database generated on the GPU (nothing crosses the bus but the hints).
+//! `pir_scale`: PIR hint generation at the published shapes on one GPU or several, timed once
+//! each, with the database generated on the GPU (nothing crosses the bus but the hints).
 //!
 //! ```text
+//! pir_scale [--gpus N] SCHEME ... on the first N GPUs (default 1): with N > 1 the database
+//!                                 is split by blocks, each GPU holding and using only its
+//!                                 slice; prints each GPU's time and the wall time
 //! pir_scale rms24 [--hints N]     the RMS24 mainnet shape (1.83e9 x 40 B, w = 42,826),
 //!                                 N hints (default all 10,963,456); needs ~75 GB of GPU memory
 //! pir_scale plinko [--blocks K]   the Plinko shape (w = 2^17, 2^25 hints, 48 B), over 1 and
@@ -21,6 +24,10 @@ use pir_hints::{Cuda, Database, Hints, Job, Params, direct_hints, fill_synthetic
 #[derive(Debug, Parser)]
 #[command(version, about)]
 struct Args {
+    /// GPUs to use (the first N); with more than one the database is split between them by
+    /// blocks.
+    #[arg(long, default_value_t = 1, global = true)]
+    gpus: usize,
     #[command(subcommand)]
     scheme: Scheme,
 }
@@ -125,11 +132,74 @@ fn plinko(gpu: &Cuda, blocks: u64) -> Outcome {
     check(&hints, &[0, 1, m / 2, m - 1])
 }
 
+/// `job` over `blocks` of the synthetic database split between the GPUs of `gpus`, timed
+/// after a warm-up (`warm`, the same shape with few hints or blocks); prints every GPU's time
+/// and the wall time.
+fn split_run(
+    gpus: &Cuda,
+    job: &Job<'_>,
+    warm: &Job<'_>,
+    blocks: std::ops::Range<u64>,
+) -> Outcome<Hints> {
+    let params = job.params();
+    let start = Instant::now();
+    let slices = gpus.synthetic_slices(SEED, params, blocks)?;
+    for gpu in gpus.gpus() {
+        gpu.synchronize()?;
+    }
+    let held: Vec<_> = slices.iter().map(|s| s.blocks()).collect();
+    println!(
+        "database: blocks split {held:?} over {} GPUs, generated in {:.2} s",
+        gpus.gpus().len(),
+        start.elapsed().as_secs_f64()
+    );
+    gpus.generate_slices(warm, &slices)?;
+    let start = Instant::now();
+    let (hints, seconds) = gpus.generate_slices(job, &slices)?;
+    let wall = start.elapsed().as_secs_f64();
+    for (i, s) in seconds.iter().enumerate() {
+        println!("GPU {i}: blocks {:?}: {s:.2} s", held[i]);
+    }
+    println!(
+        "{} {params} on {} GPUs: wall {wall:.2} s (the parts' XOR on the host included)",
+        params.scheme(),
+        gpus.gpus().len()
+    );
+    Ok(hints)
+}
+
+fn rms24_split(gpus: &Cuda, hints: Option<u64>) -> Outcome {
+    let mainnet = rms24_mainnet();
+    let total = hints.unwrap_or(mainnet.total_hints());
+    let params: Params = mainnet.with_hints(total / 2, total - total / 2)?;
+    let key = bench_key();
+    let job = Job::new(params, &key);
+    let warm = Job::new(params.with_hints(64, 64)?, &key);
+    let out = split_run(gpus, &job, &warm, params.all_blocks())?;
+    check(&out, &[0, total / 2 - 1, total / 2, total - 1])
+}
+
+fn plinko_split(gpus: &Cuda, blocks: u64) -> Outcome {
+    let params = plinko_published();
+    let key = bench_key();
+    let job = Job::new(params, &key).with_blocks(0..blocks)?;
+    let warm = Job::new(params, &key).with_blocks(0..1)?;
+    let hints = split_run(gpus, &job, &warm, 0..blocks)?;
+    let m = params.total_hints();
+    check(&hints, &[0, 1, m / 2, m - 1])
+}
+
 fn main() -> Outcome {
     let args = Args::parse();
-    let gpu = Cuda::on(vec![kernels::Gpu::first()?])?;
-    match args.scheme {
-        Scheme::Rms24 { hints } => rms24(&gpu, hints),
-        Scheme::Plinko { blocks } => plinko(&gpu, blocks),
+    let all = kernels::Gpu::all()?;
+    if args.gpus == 0 || args.gpus > all.len() {
+        return Err(format!("--gpus {}: this host has {} GPUs", args.gpus, all.len()).into());
+    }
+    let gpu = Cuda::on(all[..args.gpus].to_vec())?;
+    match (args.scheme, args.gpus) {
+        (Scheme::Rms24 { hints }, 1) => rms24(&gpu, hints),
+        (Scheme::Plinko { blocks }, 1) => plinko(&gpu, blocks),
+        (Scheme::Rms24 { hints }, _) => rms24_split(&gpu, hints),
+        (Scheme::Plinko { blocks }, _) => plinko_split(&gpu, blocks),
     }
 }
