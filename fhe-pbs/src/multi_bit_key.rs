@@ -152,7 +152,9 @@ impl MultiBitBootstrapKey {
         self.ggsws.ggsw_len()
     }
 
-    /// The `n / g * 2^g` GGSWs as one list (a classic key's layout, one GGSW per entry).
+    /// The `n / g * 2^g` GGSWs as one list (a classic key's layout, one GGSW per entry), as
+    /// the CUDA backend uploads them.
+    #[cfg(feature = "cuda")]
     pub(crate) fn ggsw_list(&self) -> &BootstrapKey {
         &self.ggsws
     }
