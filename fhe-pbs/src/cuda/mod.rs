@@ -106,9 +106,8 @@
 //!   as N = 8192, or N = 4096 with two levels) this engine runs the amortized kernel;
 //!   [`Cuda::name`](crate::Bootstrapper::name) says which kernel runs.
 //! * [`Engine::Auto`]: the cluster kernel wherever it is available, the amortized kernel
-//!   elsewhere. On an H100 the cluster kernel leads at every batch size measured, with the
-//!   whole batch resident: 42.1k/s against 36.9k/s for 4,096 KS+PBS (see
-//!   docs/journal/fhe-pbs.md).
+//!   elsewhere. On an H100, 4,096 KS+PBS resident on the GPU ran at 40.1-42.1k/s on
+//!   clusters against 36.3-36.9k/s amortized (see docs/journal/fhe-pbs.md).
 //!
 //! A multi-bit set ([`crate::PbsKind::MultiBit`]) runs on clusters whatever the engine (it
 //! needs sm_90; [`Cuda::new`] refuses it elsewhere): `fhe_multi_bit_bundles` first builds the
@@ -201,7 +200,7 @@ unsafe impl DeviceRepr for FheShape {}
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Engine {
     /// One thread-block cluster per bootstrap (sm_90 and newer; else the amortized kernel):
-    /// the lowest latency, and on an H100 also the highest throughput.
+    /// the lowest latency, and on an H100 also the higher throughput for a batch of 4,096.
     LowLatency,
     /// One thread block per bootstrap, many in flight: for GPUs without clusters.
     Amortized,
