@@ -1,0 +1,1 @@
+//! `fhe-pbs` under extreme values, many threads and GPU faults.

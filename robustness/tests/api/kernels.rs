@@ -1,0 +1,1 @@
+//! `kernels` under extreme values, many threads and GPU faults.

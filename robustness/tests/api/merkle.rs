@@ -1,0 +1,1 @@
+//! `merkle` under extreme values, many threads and GPU faults.

@@ -1,0 +1,1 @@
+//! `msm` under extreme values, many threads and GPU faults.

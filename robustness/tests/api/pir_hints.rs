@@ -1,0 +1,1 @@
+//! `pir-hints` under extreme values, many threads and GPU faults.

@@ -1,0 +1,1 @@
+//! `prp` under extreme values, many threads and GPU faults.
