@@ -1,19 +1,11 @@
 // Rpo256 (miden-crypto 0.28.1): its round, `MDS, + ARK1[r], x^7, MDS, + ARK2[r], x^(1/7)`, on
-// a 12-element state in one thread's registers, shared by rpo.cu and rpx.cu. The constant bank
-// holds ARK1 (7 x 12) then ARK2 (7 x 12).
+// a 12-element state in one thread's registers, for Rpx256 (rpx.cu), whose rounds 0, 2 and 4
+// are Rpo256's (Rpo256's own trees run on the lane layouts of rescue_lanes.cuh). The constant
+// bank holds ARK1 (7 x 12) then ARK2 (7 x 12).
 
 #pragma once
 
-#include "sponge.cuh"
-
-#define RPO_ARK1(c, r, i) ((c).w[(r) * 12 + (i)])
-#define RPO_ARK2(c, r, i) ((c).w[84 + (r) * 12 + (i)])
-
-// First row of the circulant MDS matrix (Rp64_256's): MDS[i][j] = row[(j - i) mod 12].
-__device__ __forceinline__ u64 rpo_mds_coefficient(int k) {
-    const u64 row[12] = {7, 23, 8, 26, 13, 10, 9, 7, 6, 22, 21, 8};
-    return row[k];
-}
+#include "rescue_lanes.cuh"
 
 // s <- MDS s + ark: each input split into 32-bit halves, each half's sums exact in 64 bits
 // (coefficients sum to 160, so below 2^40), lo + 2^32 hi reduced once and ark added (gl_add
@@ -30,7 +22,7 @@ __device__ __forceinline__ void rpo_mds_add(u64* s, const ConstantBank& c, int o
         u64 lo_sum = 0, hi_sum = 0;
 #pragma unroll
         for (int j = 0; j < 12; j++) {
-            const u64 coefficient = rpo_mds_coefficient((j - i + 12) % 12);
+            const u64 coefficient = mds_coefficient((j - i + 12) % 12);
             lo_sum += coefficient * lo[j];
             hi_sum += coefficient * hi[j];
         }

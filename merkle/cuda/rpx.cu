@@ -35,7 +35,7 @@ __device__ __forceinline__ void cubic_square(const u64* a, u64* out) {
 // + ARK1[r], then x^7 = (x^2 x)^2 x on each cubic-extension element.
 __device__ __forceinline__ void extension_round(u64* s, const ConstantBank& c, int r) {
 #pragma unroll
-    for (int i = 0; i < 12; i++) s[i] = gl_add(s[i], RPO_ARK1(c, r, i));
+    for (int i = 0; i < 12; i++) s[i] = gl_add(s[i], RESCUE_ARK1(c, r, i));
 #pragma unroll
     for (int k = 0; k < 4; k++) {
         u64 a[3] = {s[3 * k], s[3 * k + 1], s[3 * k + 2]}, t[3], a3[3];

@@ -3,9 +3,10 @@
 //!
 //! A tree of `n` leaves lives on the device as its `2n`-digest node array, and each level is
 //! one launch; each hasher's [`DeviceHasher`] names its module, kernels, launch shapes and
-//! constants. Rpo256, Rpx256, Poseidon2 and RpJive64_256 run one thread per hash with the
-//! state in registers (not yet tuned). Rp64_256's permutation is compute-bound and long
-//! (about 110k instructions), so how a level is spread matters more than memory traffic:
+//! constants. Rpx256, Poseidon2 and RpJive64_256 run one thread per hash with the state in
+//! registers (not yet tuned). Rp64_256's and Rpo256's permutations (the same rounds in another
+//! order, `rescue_lanes.cuh`) are compute-bound and long (about 110k instructions), so how a
+//! level is spread matters more than memory traffic:
 //!
 //! - levels of at least [`QUAD_MIN_MERGES`] merges (over all trees of a batch) run a quad of
 //!   lanes per merge, three state elements and three independent S-box chains per lane: few
@@ -41,7 +42,7 @@ const QUAD: LaunchShape = LaunchShape {
     threads: 256,
 };
 
-/// Lanes per merge of the split kernel (`SPLIT_LANES` in merkle.cu) and its block size.
+/// Lanes per merge of the split kernel (`SPLIT_LANES` in rescue_lanes.cuh) and its block size.
 const SPLIT: LaunchShape = LaunchShape {
     lanes: 16,
     threads: 256,
@@ -67,8 +68,7 @@ unsafe impl DeviceRepr for Digest {}
 // SAFETY: all-zero bits are the zero digest.
 unsafe impl ValidAsZeroBits for Digest {}
 
-/// The kernels' constants parameter (`ConstantBank` in sponge.cuh, `RescueConstants` in
-/// merkle.cu, both 168 words): a hasher's round constants in Montgomery form (the kernels
+/// The kernels' constants parameter (`ConstantBank` in sponge.cuh, 168 words): a hasher's round constants in Montgomery form (the kernels
 /// work on Montgomery forms, as the CPU code does), laid out as its module reads them, zeros
 /// after. Passed by value, so the Rust crate holds the only copy of the constants.
 #[derive(Debug, Clone, Copy)]
@@ -140,18 +140,28 @@ pub struct DeviceHasher {
     constants: ConstantBank,
 }
 
-/// Rp64_256: quads of lanes, half warps near the root (merkle.cu).
-pub(crate) const RP64_256: DeviceHasher = DeviceHasher {
-    module: source::MERKLE,
-    wide: ("merkle_merge_level", QUAD),
-    narrow: ("merkle_merge_level_split", SPLIT),
-    wide_min_merges: QUAD_MIN_MERGES,
-    rows: ("merkle_hash_rows", QUAD),
-    constants: BankBuilder::new()
+/// A hasher on the lane layouts of `rescue_lanes.cuh`: quads of lanes, half warps near the
+/// root; `module` defines `merkle_merge_level`, `merkle_merge_level_split` and
+/// `merkle_hash_rows`.
+const fn rescue_lanes(module: Module, constants: ConstantBank) -> DeviceHasher {
+    DeviceHasher {
+        module,
+        wide: ("merkle_merge_level", QUAD),
+        narrow: ("merkle_merge_level_split", SPLIT),
+        wide_min_merges: QUAD_MIN_MERGES,
+        rows: ("merkle_hash_rows", QUAD),
+        constants,
+    }
+}
+
+/// Rp64_256 (merkle.cu): ARK1 then ARK2.
+pub(crate) const RP64_256: DeviceHasher = rescue_lanes(
+    source::MERKLE,
+    BankBuilder::new()
         .table(&crate::rescue::ARK1_MONT)
         .table(&crate::rescue::ARK2_MONT)
         .done(),
-};
+);
 
 /// A hasher of one thread per hash: the kernels `merge_level` and `hash_rows` of `module`.
 const fn one_per_thread(module: Module, constants: ConstantBank) -> DeviceHasher {
@@ -166,7 +176,7 @@ const fn one_per_thread(module: Module, constants: ConstantBank) -> DeviceHasher
 }
 
 /// Rpo256 (rpo.cu): ARK1 then ARK2.
-pub(crate) const RPO256: DeviceHasher = one_per_thread(
+pub(crate) const RPO256: DeviceHasher = rescue_lanes(
     source::RPO,
     BankBuilder::new()
         .table(&crate::rpo::ARK1_MONT)

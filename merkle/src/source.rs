@@ -15,7 +15,14 @@ pub const SPONGE_HEADER: Header = Header {
     text: include_str!("../cuda/sponge.cuh"),
 };
 
-/// The Rpo256 round, shared by the Rpo256 and Rpx256 modules.
+/// The Rescue-Prime permutation of Rp64_256 and Rpo256 spread over lanes (quads and half
+/// warps), and their tree-level kernels.
+pub const RESCUE_LANES_HEADER: Header = Header {
+    name: "rescue_lanes.cuh",
+    text: include_str!("../cuda/rescue_lanes.cuh"),
+};
+
+/// The Rpo256 round on one thread, for Rpx256's rounds.
 pub const RPO_HEADER: Header = Header {
     name: "rpo.cuh",
     text: include_str!("../cuda/rpo.cuh"),
@@ -25,21 +32,37 @@ pub const RPO_HEADER: Header = Header {
 pub const MERKLE: Module = Module {
     name: "merkle",
     source: include_str!("../cuda/merkle.cu"),
-    headers: &[COMMON, GOLDILOCKS_HEADER],
+    headers: &[
+        COMMON,
+        GOLDILOCKS_HEADER,
+        SPONGE_HEADER,
+        RESCUE_LANES_HEADER,
+    ],
 };
 
 /// Rpo256: Merkle tree levels and row hashing.
 pub const RPO: Module = Module {
     name: "merkle_rpo256",
     source: include_str!("../cuda/rpo.cu"),
-    headers: &[COMMON, GOLDILOCKS_HEADER, SPONGE_HEADER, RPO_HEADER],
+    headers: &[
+        COMMON,
+        GOLDILOCKS_HEADER,
+        SPONGE_HEADER,
+        RESCUE_LANES_HEADER,
+    ],
 };
 
 /// Rpx256: Merkle tree levels and row hashing.
 pub const RPX: Module = Module {
     name: "merkle_rpx256",
     source: include_str!("../cuda/rpx.cu"),
-    headers: &[COMMON, GOLDILOCKS_HEADER, SPONGE_HEADER, RPO_HEADER],
+    headers: &[
+        COMMON,
+        GOLDILOCKS_HEADER,
+        SPONGE_HEADER,
+        RESCUE_LANES_HEADER,
+        RPO_HEADER,
+    ],
 };
 
 /// Poseidon2 over Goldilocks: Merkle tree levels and row hashing.
