@@ -95,9 +95,34 @@ __device__ u32 block_inclusive_sum(u32 value, u32* warp_sums) {
     return result;
 }
 
+// Most select values kept in shared memory after the first radix pass: the c / 256 or so
+// values in the median's bucket (about 167 at the RMS24 mainnet shape, c = 42,720).
+#define SUBSET_CANDIDATES 1024
+
+// The subset's select values whose bits under `mask` equal `prefix`, regenerated from ChaCha.
+// Calls visit(value) for each, from each thread for its share of the c values.
+template <class Visit>
+__device__ __forceinline__ void for_each_select_value(const ChaChaKey& ks, u64 hint, u64 blocks,
+                                                      u32 mask, u32 prefix, Visit visit) {
+    const u64 groups = (blocks + 15) / 16;
+    for (u64 k = threadIdx.x; k < groups; k += SUBSET_THREADS) {
+        u32 v[16];
+        select_block(ks, hint, k, v);
+        const u64 valid_words = min((u64)16, blocks - 16 * k);
+#pragma unroll
+        for (int i = 0; i < 16; ++i)
+            if (i < valid_words && (v[i] & mask) == prefix) visit(v[i]);
+    }
+}
+
 // One block of SUBSET_THREADS threads per hint first + blockIdx.x (< first + count): the
-// cutoff by a 4-pass radix select over the c select values (regenerated each pass), validity,
-// and for main hints the extra block, written to out[hint - base].
+// cutoff by exact selection over the c select values, validity, and for main hints the extra
+// block, written to out[hint - base]. A radix pass on the top byte finds the median's bucket;
+// if it holds at most SUBSET_CANDIDATES values (always, but for astronomically unlikely draws
+// or c beyond about 2^17), a second pass gathers them into shared memory, where each thread
+// ranks its candidates by counting; otherwise three more radix passes on the lower bytes
+// finish the selection. Each pass regenerates the values from ChaCha. (Measured on an H100,
+// RMS24 mainnet subsets: four radix passes, 4.6 s.)
 extern "C" __global__ void __launch_bounds__(SUBSET_THREADS)
 pir_subsets(ChaChaKey ks, u64 first, u64 count, u64 blocks, u64 main_hints, u64 base,
             HintSummary* out) {
@@ -105,24 +130,21 @@ pir_subsets(ChaChaKey ks, u64 first, u64 count, u64 blocks, u64 main_hints, u64 
     __shared__ u32 warp_sums[SUBSET_THREADS / 32];
     __shared__ u32 chosen_digit, chosen_rank;
     __shared__ u64 extra_block;
+    __shared__ u32 candidates[SUBSET_CANDIDATES];
+    __shared__ u32 candidate_count, selected_value, selected_valid;
     const u64 index = blockIdx.x;
     if (index >= count) return;
     const u64 hint = first + index;
     const u64 groups = (blocks + 15) / 16;
 
     u32 prefix = 0, mask = 0, rank = (u32)(blocks / 2);
-    for (int shift = 24; shift >= 0; shift -= 8) {
+    bool by_candidates = false;
+    for (int shift = 24; shift >= 0 && !by_candidates; shift -= 8) {
         histogram[threadIdx.x] = 0;
         __syncthreads();
-        for (u64 k = threadIdx.x; k < groups; k += SUBSET_THREADS) {
-            u32 v[16];
-            select_block(ks, hint, k, v);
-            const u64 valid_words = min((u64)16, blocks - 16 * k);
-#pragma unroll
-            for (int i = 0; i < 16; ++i)
-                if (i < valid_words && (v[i] & mask) == prefix)
-                    atomicAdd(&histogram[(v[i] >> shift) & 255], 1u);
-        }
+        for_each_select_value(ks, hint, blocks, mask, prefix, [&](u32 v) {
+            atomicAdd(&histogram[(v >> shift) & 255], 1u);
+        });
         __syncthreads();
         // Warp 0 finds the digit whose bucket holds rank `rank`: 8 buckets per lane.
         if (threadIdx.x < 32) {
@@ -146,7 +168,35 @@ pir_subsets(ChaChaKey ks, u64 first, u64 count, u64 blocks, u64 main_hints, u64 
         prefix |= chosen_digit << shift;
         mask |= 255u << shift;
         rank = chosen_rank;
+        by_candidates = shift > 0 && histogram[chosen_digit] <= SUBSET_CANDIDATES;
         __syncthreads();
+    }
+    if (by_candidates) {
+        // The bucket's values, then the one with `rank` smaller or equal values before it in
+        // sorted order: v with less(v) <= rank < less(v) + equal(v); the hint is valid when
+        // the cutoff is the first of its equal values, less(v) = rank.
+        if (threadIdx.x == 0) candidate_count = 0;
+        __syncthreads();
+        for_each_select_value(ks, hint, blocks, mask, prefix, [&](u32 v) {
+            candidates[atomicAdd(&candidate_count, 1u)] = v;
+        });
+        __syncthreads();
+        const u32 n = candidate_count;
+        for (u32 j = threadIdx.x; j < n; j += SUBSET_THREADS) {
+            const u32 v = candidates[j];
+            u32 less = 0, equal = 0;
+            for (u32 m = 0; m < n; ++m) {
+                less += candidates[m] < v;
+                equal += candidates[m] == v;
+            }
+            if (less <= rank && rank < less + equal) {
+                selected_value = v;  // every such j holds the same value
+                selected_valid = less == rank;
+            }
+        }
+        __syncthreads();
+        prefix = selected_value;
+        rank = selected_valid ? 0 : 1;
     }
     const u32 cutoff = prefix;
     const bool valid = rank == 0;
@@ -200,12 +250,18 @@ pir_subsets(ChaChaKey ks, u64 first, u64 count, u64 blocks, u64 main_hints, u64 
     }
 }
 
+// Rounds of the gather's load loop unrolled together (GATHER_BATCH in the comment below).
+#define GATHER_BATCH 4
+
 // RMS24, one warp per hint first + t (t < count): XORs the entries of the hint's blocks in
 // block_lo .. block_hi into words `column .. column + Wc` of its parities, Wc = min(32, EW -
 // column). Lane l computes the select values and offsets of the 16 blocks of ChaCha group
 // k0 + l; then the warp fetches the chosen entries together: lanes are split into G = 32 / Wc
 // groups of Wc, group g loads word l mod Wc of the g-th pending entry, so one load instruction
 // reads G whole entries (contiguous bytes each) instead of one word of 32 scattered entries.
+// The entries are random in the whole database, so a load waits for DRAM: GATHER_BATCH load
+// rounds are issued before any of their words is XORed, so that each warp has that many loads
+// in flight rather than one.
 // `summaries` and `parity` are indexed by hint - base, `second` (backups) by hint - second_base.
 extern "C" __global__ void pir_rms24_gather(ChaChaKey ks, u64 first, u64 count, u64 main_hints,
                                             u64 base, u64 second_base,
@@ -244,17 +300,23 @@ extern "C" __global__ void pir_rms24_gather(ChaChaKey ks, u64 first, u64 count, 
                 a * block_size + mod_by(((u64)hi << 32) | lo, block_size, block_size_reciprocal);
             u32 pending = __ballot_sync(0xffffffffu, target != 0);
             while (pending) {
-                u32 rest = pending;  // this group's entry: the (group + 1)-th pending one
-                for (u32 g = 0; g < group && rest; ++g) rest &= rest - 1;
-                const u32 source = rest ? __ffs(rest) - 1 : 32;
-                const u32 from = source < 32 ? source : lane;
-                const u64 e = __shfl_sync(0xffffffffu, entry, from);
-                const u32 into = __shfl_sync(0xffffffffu, target, from);
-                if (group < groups && source < 32) {
-                    const u32 x = entry_word(rows, e, column + word);
-                    if (into == 1) acc ^= x; else acc2 ^= x;
+                u32 words[GATHER_BATCH], into[GATHER_BATCH];
+#pragma unroll
+                for (int b = 0; b < GATHER_BATCH; ++b) {
+                    u32 rest = pending;  // this group's entry: the (group + 1)-th pending one
+                    for (u32 g = 0; g < group && rest; ++g) rest &= rest - 1;
+                    const u32 source = rest ? __ffs(rest) - 1 : 32;
+                    const u32 from = source < 32 ? source : lane;
+                    const u64 e = __shfl_sync(0xffffffffu, entry, from);
+                    into[b] = __shfl_sync(0xffffffffu, target, from);
+                    const bool mine = group < groups && source < 32;
+                    words[b] = mine ? entry_word(rows, e, column + word) : 0;
+                    for (u32 g = 0; g < groups && pending; ++g) pending &= pending - 1;
                 }
-                for (u32 g = 0; g < groups && pending; ++g) pending &= pending - 1;
+#pragma unroll
+                for (int b = 0; b < GATHER_BATCH; ++b) {
+                    if (into[b] == 1) acc ^= words[b]; else acc2 ^= words[b];
+                }
             }
         }
     }
