@@ -253,23 +253,41 @@ pir_subsets(ChaChaKey ks, u64 first, u64 count, u64 blocks, u64 main_hints, u64 
 // Rounds of the gather's load loop unrolled together (GATHER_BATCH in the comment below).
 #define GATHER_BATCH 4
 
+// Unit u (bytes sizeof(Unit) u .. + sizeof(Unit)) of entry `index`, or 0 if the rows do not hold
+// it: 8-byte units when E % 8 == 0 (every entry then starts 8-byte aligned), words otherwise.
+template <class Unit>
+__device__ __forceinline__ Unit entry_unit(const Rows& rows, u64 index, u32 u);
+
+template <>
+__device__ __forceinline__ u32 entry_unit<u32>(const Rows& rows, u64 index, u32 u) {
+    return entry_word(rows, index, u);
+}
+
+template <>
+__device__ __forceinline__ u64 entry_unit<u64>(const Rows& rows, u64 index, u32 u) {
+    if (index < rows.row_first || index - rows.row_first >= rows.row_count) return 0;
+    return __ldg((const u64*)(rows.bytes + (index - rows.row_first) * rows.entry_size + 8ull * u));
+}
+
 // RMS24, one warp per hint first + t (t < count): XORs the entries of the hint's blocks in
-// block_lo .. block_hi into words `column .. column + Wc` of its parities, Wc = min(32, EW -
-// column). Lane l computes the select values and offsets of the 16 blocks of ChaCha group
-// k0 + l; then the warp fetches the chosen entries together: lanes are split into G = 32 / Wc
-// groups of Wc, group g loads word l mod Wc of the g-th pending entry, so one load instruction
-// reads G whole entries (contiguous bytes each) instead of one word of 32 scattered entries.
-// The entries are random in the whole database, so a load waits for DRAM: GATHER_BATCH load
-// rounds are issued before any of their words is XORed, so that each warp has that many loads
-// in flight rather than one.
+// block_lo .. block_hi into words `column .. column + 32` of its parities (fewer at the end).
+// Lane l computes the select values and offsets of the 16 blocks of ChaCha group k0 + l; then
+// the warp fetches the chosen entries together: the pass's W units of an entry (Unit: 8 bytes
+// when E % 8 == 0, else 4) go to a group of W lanes, and the lanes are split into G = 32 / W
+// groups, group g loading unit l mod W of the g-th pending entry, so that one load instruction
+// reads G whole entries (contiguous bytes each); 8-byte units double G (40-byte entries: 6
+// entries a load, against 3 with words). The entries are random in the whole database, so a
+// load waits for DRAM: GATHER_BATCH load rounds are issued before any of their units is XORed,
+// so that each warp has that many loads in flight rather than one.
 // `summaries` and `parity` are indexed by hint - base, `second` (backups) by hint - second_base.
-extern "C" __global__ void pir_rms24_gather(ChaChaKey ks, u64 first, u64 count, u64 main_hints,
-                                            u64 base, u64 second_base,
-                                            const HintSummary* summaries, const u8* row_bytes,
-                                            RowShape shape, u64 block_lo, u64 block_hi,
-                                            u64 block_size, u64 block_size_reciprocal,
-                                            u32 column, u32* parity, u32* second) {
-    const Rows rows = make_rows(row_bytes, shape);
+template <class Unit>
+__device__ __forceinline__ void rms24_gather(const ChaChaKey& ks, u64 first, u64 count,
+                                             u64 main_hints, u64 base, u64 second_base,
+                                             const HintSummary* summaries, const Rows& rows,
+                                             u64 block_lo, u64 block_hi, u64 block_size,
+                                             u64 block_size_reciprocal, u32 column, u32* parity,
+                                             u32* second) {
+    constexpr u32 UNIT_WORDS = sizeof(Unit) / 4;
     const u64 t = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     const u32 lane = threadIdx.x & 31;
     if (t >= count) return;  // whole warps
@@ -277,9 +295,11 @@ extern "C" __global__ void pir_rms24_gather(ChaChaKey ks, u64 first, u64 count, 
     const HintSummary s = summaries[hint - base];
     if (!s.valid) return;
     const bool is_main = hint < main_hints;
-    const u32 width = min(32u, rows.words - column);
-    const u32 groups = 32 / width, group = lane / width, word = lane % width;
-    u32 acc = 0, acc2 = 0;
+    const u32 pass_words = min(32u, rows.words - column);
+    const u32 width = (pass_words + UNIT_WORDS - 1) / UNIT_WORDS;
+    const u32 groups = 32 / width, group = lane / width, unit = lane % width;
+    const u32 column_unit = column / UNIT_WORDS;
+    Unit acc = 0, acc2 = 0;
 
     for (u64 k0 = block_lo / 16; 16 * k0 < block_hi; k0 += 32) {
         const u64 k = k0 + lane;
@@ -300,7 +320,8 @@ extern "C" __global__ void pir_rms24_gather(ChaChaKey ks, u64 first, u64 count, 
                 a * block_size + mod_by(((u64)hi << 32) | lo, block_size, block_size_reciprocal);
             u32 pending = __ballot_sync(0xffffffffu, target != 0);
             while (pending) {
-                u32 words[GATHER_BATCH], into[GATHER_BATCH];
+                Unit units[GATHER_BATCH];
+                u32 into[GATHER_BATCH];
 #pragma unroll
                 for (int b = 0; b < GATHER_BATCH; ++b) {
                     u32 rest = pending;  // this group's entry: the (group + 1)-th pending one
@@ -310,28 +331,47 @@ extern "C" __global__ void pir_rms24_gather(ChaChaKey ks, u64 first, u64 count, 
                     const u64 e = __shfl_sync(0xffffffffu, entry, from);
                     into[b] = __shfl_sync(0xffffffffu, target, from);
                     const bool mine = group < groups && source < 32;
-                    words[b] = mine ? entry_word(rows, e, column + word) : 0;
+                    units[b] = mine ? entry_unit<Unit>(rows, e, column_unit + unit) : 0;
                     for (u32 g = 0; g < groups && pending; ++g) pending &= pending - 1;
                 }
 #pragma unroll
                 for (int b = 0; b < GATHER_BATCH; ++b) {
-                    if (into[b] == 1) acc ^= words[b]; else acc2 ^= words[b];
+                    if (into[b] == 1) acc ^= units[b]; else acc2 ^= units[b];
                 }
             }
         }
     }
-    // Fold the groups' partial words into group 0.
+    // Fold the groups' partial units into group 0, which writes them.
     for (u32 g = 1; g < groups; ++g) {
-        const u32 from = (word + g * width) & 31;
-        const u32 x = __shfl_sync(0xffffffffu, acc, from);
-        const u32 y = __shfl_sync(0xffffffffu, acc2, from);
+        const u32 from = (unit + g * width) & 31;
+        const Unit x = __shfl_sync(0xffffffffu, acc, from);
+        const Unit y = __shfl_sync(0xffffffffu, acc2, from);
         if (group == 0) { acc ^= x; acc2 ^= y; }
     }
     if (group == 0) {
-        parity[(hint - base) * rows.words + column + word] ^= acc;
-        if (!is_main) second[(hint - second_base) * rows.words + column + word] ^= acc2;
+#pragma unroll
+        for (u32 w = 0; w < UNIT_WORDS; ++w) {
+            const u64 word = column + UNIT_WORDS * unit + w;
+            if (word >= rows.words) break;
+            parity[(hint - base) * rows.words + word] ^= (u32)(acc >> (32 * w));
+            if (!is_main) second[(hint - second_base) * rows.words + word] ^= (u32)(acc2 >> (32 * w));
+        }
     }
 }
+
+// rms24_gather with 8-byte units (E % 8 == 0) and with words.
+#define RMS24_GATHER_KERNEL(NAME, UNIT)                                                       \
+    extern "C" __global__ void NAME(ChaChaKey ks, u64 first, u64 count, u64 main_hints,       \
+                                    u64 base, u64 second_base, const HintSummary* summaries,  \
+                                    const u8* row_bytes, RowShape shape, u64 block_lo,        \
+                                    u64 block_hi, u64 block_size, u64 block_size_reciprocal,  \
+                                    u32 column, u32* parity, u32* second) {                   \
+        rms24_gather<UNIT>(ks, first, count, main_hints, base, second_base, summaries,        \
+                           make_rows(row_bytes, shape), block_lo, block_hi, block_size,       \
+                           block_size_reciprocal, column, parity, second);                    \
+    }
+RMS24_GATHER_KERNEL(pir_rms24_gather_wide, u64)
+RMS24_GATHER_KERNEL(pir_rms24_gather, u32)
 
 // Plinko, block `block`, one thread per PRP image z < m: hint j = P^-1(z) of the block's iPRF
 // takes entry (block, b), b the bin whose range [boundaries[b], boundaries[b + 1]) holds z.

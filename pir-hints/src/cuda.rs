@@ -637,7 +637,12 @@ impl<'a> Worker<'a> {
         let mut second = self
             .gpu
             .alloc_zeroed::<u32>((backups * u64::from(words)) as usize)?;
-        let kernel = self.kernel("pir_rms24_gather")?;
+        // 8-byte loads where every entry starts 8-byte aligned (pir.cu's rms24_gather).
+        let kernel = if params.entry_size() % 8 == 0 {
+            self.kernel("pir_rms24_gather_wide")?
+        } else {
+            self.kernel("pir_rms24_gather")?
+        };
         let w = params.block_size();
         let reciprocal = u64::MAX / w;
         let main = params.main_hints();
@@ -666,7 +671,7 @@ impl<'a> Worker<'a> {
                         .value(&column)
                         .buffer_mut(&mut parity)
                         .buffer_mut(&mut second);
-                    // SAFETY: pir_rms24_gather(ChaChaKey, u64 first, u64 count, u64 main,
+                    // SAFETY: pir_rms24_gather(_wide)(ChaChaKey, u64 first, u64 count, u64 main,
                     // u64 base, u64 second_base, const HintSummary*, const u8*, RowShape, u64,
                     // u64, u64, u64, u32, u32*, u32*): hints first .. first + n lie in
                     // `hints`, whose summaries and parities (words per hint) these buffers
