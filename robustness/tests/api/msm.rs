@@ -207,7 +207,7 @@ fn degenerate_inputs_sum_to_the_identity() {
 }
 
 /// GPU tests: one backend and one context shared by 8 threads, and out-of-memory faults.
-mod gpu {
+pub(crate) mod gpu {
     use std::sync::Arc;
 
     use super::*;
@@ -308,24 +308,34 @@ mod gpu {
         check_errors::<ark_bn254::g2::Config>(&cuda);
     }
 
-    /// Holds all but `leave` bytes of the GPU's free memory until dropped.
-    fn fill_gpu(gpu: &Arc<kernels::Gpu>, leave: usize) -> kernels::DeviceBuffer<u8> {
+    /// Holds all but at most a few MiB of the GPU's free memory until dropped (the largest
+    /// allocation that succeeds of the free bytes less 1, 4 or 16 MiB). Shared with the
+    /// `fhe_pbs` module's GPU tests.
+    pub(crate) fn fill_gpu(gpu: &Arc<kernels::Gpu>) -> kernels::DeviceBuffer<u8> {
         let free = gpu.free_memory().unwrap();
-        gpu.alloc_zeroed::<u8>(free.saturating_sub(leave)).unwrap()
+        [1usize << 20, 4 << 20, 16 << 20]
+            .into_iter()
+            .find_map(|leave| gpu.alloc_zeroed::<u8>(free.saturating_sub(leave)).ok())
+            .unwrap()
     }
 
     /// The GPU runs out of memory in the middle of a run (the context's scratch, allocated at
-    /// its first MSM, no longer fits): an error with the numbers, then, with the memory back,
-    /// the same context gives the right sum. A context too large for what is free is refused
-    /// with the numbers, and a plain MSM with an upload limit is split and still right.
+    /// its first MSM, no longer fits: 16-bit windows need about 100 MB of buckets whatever
+    /// the chunk): an error with the numbers, then, with the memory back, the same context
+    /// gives the right sum. A context too large for what is free is refused with the numbers,
+    /// and a plain MSM with an upload limit is split and still right.
     #[test]
     #[ignore = "requires a CUDA GPU"]
     fn out_of_memory_mid_run_is_an_error_and_the_next_call_succeeds() {
         let cuda = Cuda::new().unwrap();
         let (bases, scalars) = inputs::<G1>(&vec![0u8; 3001], 11);
         let expected = Cpu::new().msm(&bases, &scalars).unwrap();
-        let context = cuda.context(&bases, ContextOptions::default()).unwrap();
-        let ballast = fill_gpu(cuda.gpu(), 8 << 20);
+        let options = ContextOptions {
+            window_bits: Some(16),
+            ..Default::default()
+        };
+        let context = cuda.context(&bases, options).unwrap();
+        let ballast = fill_gpu(cuda.gpu());
         match context.msm(&scalars) {
             Err(Error::Gpu(kernels::GpuError::OutOfMemory { requested, free })) => {
                 assert!(requested > free, "requested {requested}, free {free}");
