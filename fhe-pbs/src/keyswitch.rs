@@ -192,7 +192,7 @@ impl KeyswitchKey {
             return Err(Error::DimensionMismatch {
                 what: "key-switching key entry index",
                 expected: self.input_dimension.0 * levels,
-                got: i * levels + j,
+                got: i.saturating_mul(levels).saturating_add(j),
             });
         }
         let width = self.output_dimension.0 + 1;

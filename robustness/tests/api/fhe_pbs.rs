@@ -425,6 +425,19 @@ fn noise_and_encryption_refuse_bad_inputs() {
         NOISELESS,
         &mut rng
     )));
+    let ksk = KeyswitchKey::generate(&[1, 0], &key, d, NOISELESS, &mut rng).unwrap();
+    assert_eq!(ksk.noise_of(&[1, 0], &key, 1, 1), Ok(0));
+    for (i, j) in [
+        (2, 0),
+        (0, 2),
+        (usize::MAX, 0),
+        (0, usize::MAX),
+        (usize::MAX, usize::MAX),
+    ] {
+        let result = ksk.noise_of(&[1, 0], &key, i, j);
+        assert!(is_dimension_mismatch(&result), "({i}, {j})");
+    }
+    assert!(is_dimension_mismatch(&ksk.noise_of(&[1], &key, 0, 0)));
     let group =
         MultiBitBootstrapKey::generate(&key, &glwe_key, GroupingFactor(2), d, NOISELESS, &mut rng);
     assert!(is_invalid(group, "lwe_dimension"));
