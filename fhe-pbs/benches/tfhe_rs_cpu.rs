@@ -33,8 +33,8 @@ fn their_key(params: &Parameters, key: &AnyBootstrapKey) -> TheirKey {
     let poly = tfhe_core::PolynomialSize(params.polynomial_size().0);
     let d = params.pbs_decomposition();
     let (base_log, levels) = (
-        tfhe_core::DecompositionBaseLog(d.base_log.0),
-        tfhe_core::DecompositionLevelCount(d.level_count.0),
+        tfhe_core::DecompositionBaseLog(d.base_log().0),
+        tfhe_core::DecompositionLevelCount(d.level_count().0),
     );
     match key {
         AnyBootstrapKey::Classic(key) => {
@@ -90,8 +90,8 @@ fn bench_set(c: &mut Criterion, name: &str, params: Parameters) {
     let theirs = their_key(&params, keys.bootstrap_key());
     let ksk = tfhe_core::LweKeyswitchKey::from_container(
         keys.keyswitch_key().as_slice().to_vec(),
-        tfhe_core::DecompositionBaseLog(params.ks_decomposition().base_log.0),
-        tfhe_core::DecompositionLevelCount(params.ks_decomposition().level_count.0),
+        tfhe_core::DecompositionBaseLog(params.ks_decomposition().base_log().0),
+        tfhe_core::DecompositionLevelCount(params.ks_decomposition().level_count().0),
         tfhe_core::LweSize(params.lwe_dimension().0 + 1),
         CiphertextModulus::new_native(),
     );

@@ -48,8 +48,30 @@ impl BootstrapKey {
     /// Generates the key: for each bit of `lwe_key`, each level, each row, the GLWE mask (`k N`
     /// words of `rng`) then the `N` noise samples, all drawn in that order before the bodies
     /// are computed (in parallel, so the result does not depend on the thread count).
-    #[must_use]
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] for a noise distribution [`crate::Parameters::new`] would
+    /// refuse (nothing is drawn then).
     pub fn generate(
+        lwe_key: &LweSecretKey,
+        glwe_key: &GlweSecretKey,
+        decomposition: DecompositionParams,
+        noise: NoiseDistribution,
+        rng: &mut Csprng,
+    ) -> Result<Self, Error> {
+        noise.validate("noise distribution")?;
+        Ok(Self::generate_unchecked(
+            lwe_key,
+            glwe_key,
+            decomposition,
+            noise,
+            rng,
+        ))
+    }
+
+    /// [`BootstrapKey::generate`] with a checked noise distribution.
+    pub(crate) fn generate_unchecked(
         lwe_key: &LweSecretKey,
         glwe_key: &GlweSecretKey,
         decomposition: DecompositionParams,
@@ -79,8 +101,6 @@ impl BootstrapKey {
         polynomial_size: PolynomialSize,
         decomposition: DecompositionParams,
     ) -> Result<Self, Error> {
-        let decomposition =
-            DecompositionParams::new(decomposition.base_log.0, decomposition.level_count.0)?;
         if lwe_dimension.0 == 0 || glwe_dimension.0 == 0 || polynomial_size.0 == 0 {
             return Err(Error::DimensionMismatch {
                 what: "bootstrap key dimensions (all at least 1)",
@@ -94,7 +114,7 @@ impl BootstrapKey {
             what,
             &[
                 lwe_dimension.0,
-                decomposition.level_count.0,
+                decomposition.level_count().0,
                 k1,
                 k1,
                 polynomial_size.0,
@@ -144,7 +164,7 @@ impl BootstrapKey {
     #[must_use]
     pub fn ggsw_len(&self) -> usize {
         let k1 = self.glwe_dimension.0 + 1;
-        self.decomposition.level_count.0 * k1 * k1 * self.polynomial_size.0
+        self.decomposition.level_count().0 * k1 * k1 * self.polynomial_size.0
     }
 
     /// GGSW ciphertext `i` (the encryption of bit `i` of the small key).
@@ -178,14 +198,14 @@ pub(crate) fn encrypt_ggsw_list(
 ) -> Vec<u64> {
     let n = glwe_key.polynomial_size().0;
     let k = glwe_key.glwe_dimension().0;
-    let rows_per_ggsw = decomposition.level_count.0 * (k + 1);
+    let rows_per_ggsw = decomposition.level_count().0 * (k + 1);
     let row_len = (k + 1) * n;
     let ggsw_len = rows_per_ggsw * row_len;
     let mut data = vec![0u64; cleartexts.len() * ggsw_len];
     for row in data.chunks_exact_mut(row_len) {
         let (mask, body) = row.split_at_mut(k * n);
         rng.fill_uniform(mask);
-        rng.fill_noise(body, noise);
+        rng.fill_noise_unchecked(body, noise);
     }
     let key = glwe_key.as_slice();
     data.par_chunks_exact_mut(ggsw_len)
@@ -223,8 +243,9 @@ pub fn encrypt_ggsw_with_randomness(
         });
     }
     let k = glwe_key.len() / n;
-    let rows = decomposition.level_count.0 * (k + 1);
-    check_len("GGSW masks length", rows * k * n, masks.len())?;
+    let rows = decomposition.level_count().0 * (k + 1);
+    let what = "GGSW masks length";
+    check_len(what, checked_size(what, &[rows, k, n])?, masks.len())?;
     check_len("GGSW noises length", rows * n, noises.len())?;
     let row_len = (k + 1) * n;
     let mut ggsw = vec![0u64; rows * row_len];
@@ -251,8 +272,8 @@ fn fill_ggsw_bodies(
 ) {
     let k = key.len() / n;
     let row_len = (k + 1) * n;
-    let b = decomposition.base_log.0;
-    let levels = decomposition.level_count.0;
+    let b = decomposition.base_log().0;
+    let levels = decomposition.level_count().0;
     for (index, row) in ggsw.chunks_exact_mut(row_len).enumerate() {
         let level = levels - index / (k + 1);
         let r = index % (k + 1);

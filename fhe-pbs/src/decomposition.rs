@@ -53,7 +53,7 @@ pub fn closest_representable(x: u64, params: DecompositionParams) -> u64 {
 /// The `level_count` digits of `x`, most significant level first (see the module docs).
 #[must_use]
 pub fn decompose(x: u64, params: DecompositionParams) -> Vec<i64> {
-    let mut digits = vec![0; params.level_count.0];
+    let mut digits = vec![0; params.level_count().0];
     decompose_unchecked(x, params, &mut digits);
     digits
 }
@@ -68,7 +68,7 @@ pub fn decompose_into(
     params: DecompositionParams,
     digits: &mut [i64],
 ) -> Result<(), Error> {
-    check_len("decomposition digits", params.level_count.0, digits.len())?;
+    check_len("decomposition digits", params.level_count().0, digits.len())?;
     decompose_unchecked(x, params, digits);
     Ok(())
 }
@@ -86,7 +86,7 @@ pub fn decompose_slice(
 ) -> Result<(), Error> {
     check_len(
         "decomposed slice",
-        params.level_count.0 * input.len(),
+        params.level_count().0 * input.len(),
         out.len(),
     )?;
     decompose_slice_unchecked(input, params, out);
@@ -100,7 +100,7 @@ pub(crate) fn decompose_slice_unchecked(
     out: &mut [i64],
 ) {
     let len = input.len();
-    let levels = params.level_count.0;
+    let levels = params.level_count().0;
     let decomposer = Decomposer::new(params);
     let mut digits = [0i64; 64];
     for (i, &x) in input.iter().enumerate() {
@@ -131,7 +131,7 @@ pub(crate) struct Decomposer {
 
 impl Decomposer {
     pub(crate) fn new(params: DecompositionParams) -> Self {
-        let b = params.base_log.0 as u32;
+        let b = params.base_log().0 as u32;
         Self {
             base_log: b,
             dropped: 64 - params.represented_bits() as u32,
@@ -224,8 +224,8 @@ impl Decomposer {
 ///
 /// [`Error::DimensionMismatch`] unless `digits.len()` is the level count.
 pub fn recompose(digits: &[i64], params: DecompositionParams) -> Result<u64, Error> {
-    check_len("decomposition digits", params.level_count.0, digits.len())?;
-    let b = params.base_log.0;
+    check_len("decomposition digits", params.level_count().0, digits.len())?;
+    let b = params.base_log().0;
     Ok(digits.iter().enumerate().fold(0u64, |acc, (j, &d)| {
         let weight = 1u64 << (64 - (j + 1) * b);
         acc.wrapping_add((d as u64).wrapping_mul(weight))

@@ -298,7 +298,7 @@ impl FourierBootstrapKey {
         let polys = key.as_slice().len() / n;
         let mut data = vec![Complex64::default(); polys * half];
         let ggsw_polys = key.ggsw_len() / n;
-        let level_polys = ggsw_polys / key.decomposition().level_count.0;
+        let level_polys = ggsw_polys / key.decomposition().level_count().0;
         data.par_chunks_exact_mut(ggsw_polys * half)
             .zip(key.as_slice().par_chunks_exact(ggsw_polys * n))
             .for_each_init(

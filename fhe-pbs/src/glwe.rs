@@ -102,11 +102,22 @@ impl GlweCiphertext {
 
     /// Polynomial `j` (`j < k`: mask `A_j`; `j = k`: the body).
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// Never for `j <= k`; a larger `j` is out of bounds.
-    #[must_use]
-    pub fn polynomial(&self, j: usize) -> &[u64] {
+    /// [`Error::DimensionMismatch`] when `j > k`.
+    pub fn polynomial(&self, j: usize) -> Result<&[u64], Error> {
+        if j > self.glwe_dimension.0 {
+            return Err(Error::DimensionMismatch {
+                what: "GLWE polynomial index (at most k)",
+                expected: self.glwe_dimension.0,
+                got: j,
+            });
+        }
+        Ok(self.polynomial_unchecked(j))
+    }
+
+    /// Polynomial `j <= k`.
+    fn polynomial_unchecked(&self, j: usize) -> &[u64] {
         let n = self.polynomial_size.0;
         &self.data[j * n..(j + 1) * n]
     }
@@ -114,7 +125,7 @@ impl GlweCiphertext {
     /// The body polynomial `B`.
     #[must_use]
     pub fn body(&self) -> &[u64] {
-        self.polynomial(self.glwe_dimension.0)
+        self.polynomial_unchecked(self.glwe_dimension.0)
     }
 
     /// All words.
@@ -203,7 +214,7 @@ pub fn glwe_phase(key: &[u64], ciphertext: &GlweCiphertext) -> Result<Vec<u64>, 
     for j in 0..k {
         multiplier.mul_add(
             &mut phase,
-            ciphertext.polynomial(j),
+            ciphertext.polynomial_unchecked(j),
             &key[j * n..(j + 1) * n],
         );
     }
@@ -224,7 +235,7 @@ pub fn sample_extract(ciphertext: &GlweCiphertext) -> LweCiphertext {
     let k = ciphertext.glwe_dimension.0;
     let mut data = vec![0u64; k * n + 1];
     for j in 0..k {
-        let a = ciphertext.polynomial(j);
+        let a = ciphertext.polynomial_unchecked(j);
         let out = &mut data[j * n..(j + 1) * n];
         out[0] = a[0];
         for t in 1..n {

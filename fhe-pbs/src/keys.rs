@@ -12,11 +12,11 @@ use crate::bootstrap_key::BootstrapKey;
 use crate::error::Error;
 use crate::glwe::{GlweCiphertext, encrypt_glwe_with_randomness, glwe_phase};
 use crate::keyswitch::KeyswitchKey;
-use crate::lwe::{LweCiphertext, decode, encode, encrypt_lwe, lwe_phase};
+use crate::lwe::{LweCiphertext, decode, encode, encrypt_lwe, encrypt_lwe_unchecked, lwe_phase};
 use crate::multi_bit_key::MultiBitBootstrapKey;
 use crate::params::{
-    DecompositionParams, GlweDimension, LweDimension, NoiseDistribution, Parameters, PbsKind,
-    PolynomialSize,
+    DecompositionParams, GlweDimension, LweDimension, MAX_BIG_LWE_DIMENSION, MAX_LWE_DIMENSION,
+    NoiseDistribution, Parameters, PbsKind, PolynomialSize,
 };
 use crate::rng::Csprng;
 
@@ -31,6 +31,11 @@ fn binary_bits(mut bits: Vec<u64>) -> Result<Vec<u64>, Error> {
         });
     }
     Ok(bits)
+}
+
+/// `len` uniform bits of `rng`, one word (the lowest bit of a `next_u64`) each.
+fn random_bits(len: usize, rng: &mut Csprng) -> Vec<u64> {
+    (0..len).map(|_| rng.next_bit()).collect()
 }
 
 /// A binary LWE secret key.
@@ -55,10 +60,28 @@ impl Drop for LweSecretKey {
 
 impl LweSecretKey {
     /// A uniform binary key: `dimension` words of `rng`, the lowest bit of each.
-    #[must_use]
-    pub fn generate(dimension: LweDimension, rng: &mut Csprng) -> Self {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] unless the dimension is from 1 to
+    /// [`crate::params::MAX_LWE_DIMENSION`] (nothing is drawn then).
+    pub fn generate(dimension: LweDimension, rng: &mut Csprng) -> Result<Self, Error> {
+        if !(1..=MAX_LWE_DIMENSION).contains(&dimension.0) {
+            return Err(Error::InvalidParameter {
+                name: "lwe_dimension",
+                reason: format!(
+                    "a secret key of dimension {} (from 1 to {MAX_LWE_DIMENSION})",
+                    dimension.0
+                ),
+            });
+        }
+        Ok(Self::generate_unchecked(dimension, rng))
+    }
+
+    /// [`LweSecretKey::generate`] of a dimension already checked.
+    fn generate_unchecked(dimension: LweDimension, rng: &mut Csprng) -> Self {
         Self {
-            bits: (0..dimension.0).map(|_| rng.next_bit()).collect(),
+            bits: random_bits(dimension.0, rng),
         }
     }
 
@@ -87,13 +110,16 @@ impl LweSecretKey {
 
     /// Encrypts a plaintext (an already encoded torus value): mask from `dimension` words of
     /// `rng`, then one noise sample.
-    #[must_use]
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] for a noise distribution [`Parameters::new`] would refuse.
     pub fn encrypt(
         &self,
         plaintext: u64,
         noise: NoiseDistribution,
         rng: &mut Csprng,
-    ) -> LweCiphertext {
+    ) -> Result<LweCiphertext, Error> {
         encrypt_lwe(&self.bits, plaintext, noise, rng)
     }
 
@@ -133,16 +159,41 @@ impl Drop for GlweSecretKey {
 
 impl GlweSecretKey {
     /// A uniform binary key: `k N` words of `rng`, the lowest bit of each, `S_0` first.
-    #[must_use]
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] unless `k` and `N` are at least 1 and `k N` at most
+    /// [`crate::params::MAX_BIG_LWE_DIMENSION`] (nothing is drawn then).
     pub fn generate(
+        glwe_dimension: GlweDimension,
+        polynomial_size: PolynomialSize,
+        rng: &mut Csprng,
+    ) -> Result<Self, Error> {
+        let (k, n) = (glwe_dimension.0, polynomial_size.0);
+        if k == 0 || n == 0 || k.checked_mul(n).is_none_or(|kn| kn > MAX_BIG_LWE_DIMENSION) {
+            return Err(Error::InvalidParameter {
+                name: "glwe_dimension",
+                reason: format!(
+                    "a GLWE secret key with k = {k}, N = {n} (both at least 1, k N at most \
+                     {MAX_BIG_LWE_DIMENSION})"
+                ),
+            });
+        }
+        Ok(Self::generate_unchecked(
+            glwe_dimension,
+            polynomial_size,
+            rng,
+        ))
+    }
+
+    /// [`GlweSecretKey::generate`] of dimensions already checked.
+    fn generate_unchecked(
         glwe_dimension: GlweDimension,
         polynomial_size: PolynomialSize,
         rng: &mut Csprng,
     ) -> Self {
         Self {
-            bits: (0..glwe_dimension.0 * polynomial_size.0)
-                .map(|_| rng.next_bit())
-                .collect(),
+            bits: random_bits(glwe_dimension.0 * polynomial_size.0, rng),
             glwe_dimension,
             polynomial_size,
         }
@@ -209,7 +260,8 @@ impl GlweSecretKey {
     ///
     /// # Errors
     ///
-    /// [`Error::DimensionMismatch`] unless `plaintext` has `N` coefficients.
+    /// [`Error::DimensionMismatch`] unless `plaintext` has `N` coefficients;
+    /// [`Error::InvalidParameter`] for a noise distribution [`Parameters::new`] would refuse.
     pub fn encrypt(
         &self,
         plaintext: &[u64],
@@ -221,10 +273,11 @@ impl GlweSecretKey {
             self.polynomial_size.0,
             plaintext.len(),
         )?;
+        noise.validate("noise distribution")?;
         let mut mask = vec![0u64; self.bits.len()];
         rng.fill_uniform(&mut mask);
         let mut e = vec![0u64; self.polynomial_size.0];
-        rng.fill_noise(&mut e, noise);
+        rng.fill_noise_unchecked(&mut e, noise);
         encrypt_glwe_with_randomness(&self.bits, plaintext, &mask, &e)
     }
 
@@ -266,9 +319,13 @@ impl ClientKey {
     /// Generates both keys: the small key's `n` bits first, then the GLWE key's `k N`.
     #[must_use]
     pub fn generate(params: Parameters, rng: &mut Csprng) -> Self {
-        let lwe_key = LweSecretKey::generate(params.lwe_dimension(), rng);
-        let glwe_key =
-            GlweSecretKey::generate(params.glwe_dimension(), params.polynomial_size(), rng);
+        // Parameters::new checked the dimensions.
+        let lwe_key = LweSecretKey::generate_unchecked(params.lwe_dimension(), rng);
+        let glwe_key = GlweSecretKey::generate_unchecked(
+            params.glwe_dimension(),
+            params.polynomial_size(),
+            rng,
+        );
         Self {
             params,
             lwe_key,
@@ -336,7 +393,7 @@ impl ClientKey {
     /// [`Error::MessageOutOfRange`] unless `m < p`.
     pub fn encrypt(&self, message: u64, rng: &mut Csprng) -> Result<LweCiphertext, Error> {
         let plaintext = encode(message, self.params.plaintext_modulus())?;
-        Ok(encrypt_lwe(
+        Ok(encrypt_lwe_unchecked(
             self.glwe_key.as_slice(),
             plaintext,
             self.params.glwe_noise(),
@@ -352,9 +409,12 @@ impl ClientKey {
     /// [`Error::MessageOutOfRange`] unless `m < p`.
     pub fn encrypt_small(&self, message: u64, rng: &mut Csprng) -> Result<LweCiphertext, Error> {
         let plaintext = encode(message, self.params.plaintext_modulus())?;
-        Ok(self
-            .lwe_key
-            .encrypt(plaintext, self.params.lwe_noise(), rng))
+        Ok(encrypt_lwe_unchecked(
+            self.lwe_key.as_slice(),
+            plaintext,
+            self.params.lwe_noise(),
+            rng,
+        ))
     }
 
     /// The message of a ciphertext under the big key (dimension `kN`).
@@ -501,7 +561,8 @@ impl EvaluationKeys {
     #[must_use]
     pub fn generate(client_key: &ClientKey, rng: &mut Csprng) -> Self {
         let params = client_key.params;
-        let keyswitch_key = KeyswitchKey::generate(
+        // Parameters::new checked the noise distributions; the keys' dimensions are its.
+        let keyswitch_key = KeyswitchKey::generate_unchecked(
             client_key.glwe_key.as_slice(),
             &client_key.lwe_key,
             params.ks_decomposition(),
@@ -509,7 +570,7 @@ impl EvaluationKeys {
             rng,
         );
         let bootstrap_key = match params.pbs_kind() {
-            PbsKind::Classic => AnyBootstrapKey::Classic(BootstrapKey::generate(
+            PbsKind::Classic => AnyBootstrapKey::Classic(BootstrapKey::generate_unchecked(
                 &client_key.lwe_key,
                 &client_key.glwe_key,
                 params.pbs_decomposition(),
@@ -580,13 +641,13 @@ impl EvaluationKeys {
             ),
             (
                 "bootstrap key base log",
-                params.pbs_decomposition().base_log.0,
-                bootstrap_key.decomposition().base_log.0,
+                params.pbs_decomposition().base_log().0,
+                bootstrap_key.decomposition().base_log().0,
             ),
             (
                 "bootstrap key level count",
-                params.pbs_decomposition().level_count.0,
-                bootstrap_key.decomposition().level_count.0,
+                params.pbs_decomposition().level_count().0,
+                bootstrap_key.decomposition().level_count().0,
             ),
             (
                 "key-switching key input dimension",
@@ -600,13 +661,13 @@ impl EvaluationKeys {
             ),
             (
                 "key-switching key base log",
-                params.ks_decomposition().base_log.0,
-                keyswitch_key.decomposition().base_log.0,
+                params.ks_decomposition().base_log().0,
+                keyswitch_key.decomposition().base_log().0,
             ),
             (
                 "key-switching key level count",
-                params.ks_decomposition().level_count.0,
-                keyswitch_key.decomposition().level_count.0,
+                params.ks_decomposition().level_count().0,
+                keyswitch_key.decomposition().level_count().0,
             ),
         ];
         for (what, expected, got) in checks {

@@ -15,7 +15,7 @@
 use crate::decomposition::Decomposer;
 use crate::error::Error;
 use crate::keys::LweSecretKey;
-use crate::lwe::{LweCiphertext, dot};
+use crate::lwe::{LweCiphertext, dot, encrypt_lwe_unchecked};
 use crate::params::{DecompositionParams, LweDimension, NoiseDistribution};
 use crate::polynomial::{check_len, checked_size};
 use crate::rng::Csprng;
@@ -44,22 +44,53 @@ impl KeyswitchKey {
     /// Generates the key from `input_key` (bits, one word each) to `output_key`: for each
     /// input coefficient, for each level, one LWE encryption ([`crate::LweSecretKey::encrypt`]:
     /// mask words, then one noise sample).
-    #[must_use]
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DimensionMismatch`] for an empty input key; [`Error::InvalidParameter`] for a
+    /// noise distribution [`crate::Parameters::new`] would refuse (nothing is drawn then).
     pub fn generate(
         input_key: &[u64],
         output_key: &LweSecretKey,
         decomposition: DecompositionParams,
         noise: NoiseDistribution,
         rng: &mut Csprng,
+    ) -> Result<Self, Error> {
+        if input_key.is_empty() {
+            return Err(Error::DimensionMismatch {
+                what: "key-switching input key dimension (at least 1)",
+                expected: 1,
+                got: 0,
+            });
+        }
+        noise.validate("noise distribution")?;
+        Ok(Self::generate_unchecked(
+            input_key,
+            output_key,
+            decomposition,
+            noise,
+            rng,
+        ))
+    }
+
+    /// [`KeyswitchKey::generate`] from a non-empty input key with a checked distribution.
+    pub(crate) fn generate_unchecked(
+        input_key: &[u64],
+        output_key: &LweSecretKey,
+        decomposition: DecompositionParams,
+        noise: NoiseDistribution,
+        rng: &mut Csprng,
     ) -> Self {
-        let levels = decomposition.level_count.0;
-        let b = decomposition.base_log.0;
+        let levels = decomposition.level_count().0;
+        let b = decomposition.base_log().0;
         let width = output_key.dimension().0 + 1;
         let mut data = Vec::with_capacity(input_key.len() * levels * width);
         for &bit in input_key {
             for level in (1..=levels).rev() {
                 let plaintext = bit.wrapping_mul(1u64 << (64 - level * b));
-                data.extend_from_slice(output_key.encrypt(plaintext, noise, rng).as_slice());
+                let ciphertext =
+                    encrypt_lwe_unchecked(output_key.as_slice(), plaintext, noise, rng);
+                data.extend_from_slice(ciphertext.as_slice());
             }
         }
         Self {
@@ -83,8 +114,6 @@ impl KeyswitchKey {
         output_dimension: LweDimension,
         decomposition: DecompositionParams,
     ) -> Result<Self, Error> {
-        let decomposition =
-            DecompositionParams::new(decomposition.base_log.0, decomposition.level_count.0)?;
         if input_dimension.0 == 0 || output_dimension.0 == 0 {
             return Err(Error::DimensionMismatch {
                 what: "key-switching key dimensions (both at least 1)",
@@ -97,7 +126,7 @@ impl KeyswitchKey {
             what,
             &[
                 input_dimension.0,
-                decomposition.level_count.0,
+                decomposition.level_count().0,
                 output_dimension.0.saturating_add(1),
             ],
         )?;
@@ -158,19 +187,19 @@ impl KeyswitchKey {
             self.input_dimension.0,
             input_key.len(),
         )?;
-        let levels = self.decomposition.level_count.0;
+        let levels = self.decomposition.level_count().0;
         if i >= self.input_dimension.0 || j >= levels {
             return Err(Error::DimensionMismatch {
                 what: "key-switching key entry index",
                 expected: self.input_dimension.0 * levels,
-                got: i * levels + j,
+                got: i.saturating_mul(levels).saturating_add(j),
             });
         }
         let width = self.output_dimension.0 + 1;
         let start = (i * levels + j) * width;
         let ct = &self.data[start..start + width];
         let phase = ct[width - 1].wrapping_sub(dot(&ct[..width - 1], output_key.as_slice()));
-        let b = self.decomposition.base_log.0;
+        let b = self.decomposition.base_log().0;
         let plaintext = input_key[i].wrapping_mul(1u64 << (64 - (levels - j) * b));
         Ok(phase.wrapping_sub(plaintext) as i64)
     }
@@ -189,7 +218,7 @@ pub fn keyswitch(ksk: &KeyswitchKey, input: &LweCiphertext) -> Result<LweCiphert
         input.dimension().0,
     )?;
     let width = ksk.output_dimension.0 + 1;
-    let levels = ksk.decomposition.level_count.0;
+    let levels = ksk.decomposition.level_count().0;
     let mut out = vec![0u64; width];
     out[width - 1] = input.body();
     let mut digits = vec![0i64; levels];

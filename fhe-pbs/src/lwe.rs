@@ -6,7 +6,7 @@
 
 use crate::error::Error;
 use crate::params::{LweDimension, NoiseDistribution};
-use crate::polynomial::check_len;
+use crate::polynomial::{check_len, zeroed_words};
 use crate::rng::Csprng;
 
 /// An LWE ciphertext: `dimension + 1` words, mask then body.
@@ -33,11 +33,20 @@ impl LweCiphertext {
     }
 
     /// The noiseless ciphertext `(0, ..., 0, plaintext)` of the given dimension.
-    #[must_use]
-    pub fn trivial(plaintext: u64, dimension: LweDimension) -> Self {
-        let mut data = vec![0; dimension.0 + 1];
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DimensionMismatch`] for dimension 0; [`Error::SizeOverflow`] when `d + 1`
+    /// words overflow or cannot be allocated.
+    pub fn trivial(plaintext: u64, dimension: LweDimension) -> Result<Self, Error> {
+        let what = "LWE ciphertext length";
+        let len = dimension
+            .0
+            .checked_add(1)
+            .ok_or(Error::SizeOverflow { what })?;
+        let mut data = zeroed_words(what, len)?;
         data[dimension.0] = plaintext;
-        Self { data }
+        Self::from_vec(data)
     }
 
     pub(crate) fn from_vec_unchecked(data: Vec<u64>) -> Self {
@@ -144,16 +153,39 @@ pub fn encrypt_lwe_with_randomness(
 /// Encrypts under a binary key (one word 0 or 1 per bit) with fresh randomness: the mask
 /// from `key.len()` words of `rng`, then one noise sample; the body as in
 /// [`encrypt_lwe_with_randomness`].
-#[must_use]
+///
+/// # Errors
+///
+/// [`Error::DimensionMismatch`] for an empty key; [`Error::InvalidParameter`] for a noise
+/// distribution [`crate::Parameters::new`] would refuse (nothing is drawn then).
 pub fn encrypt_lwe(
     key: &[u64],
     plaintext: u64,
     noise: NoiseDistribution,
     rng: &mut Csprng,
+) -> Result<LweCiphertext, Error> {
+    if key.is_empty() {
+        return Err(Error::DimensionMismatch {
+            what: "LWE key dimension (at least 1)",
+            expected: 1,
+            got: 0,
+        });
+    }
+    noise.validate("noise distribution")?;
+    Ok(encrypt_lwe_unchecked(key, plaintext, noise, rng))
+}
+
+/// [`encrypt_lwe`] under a non-empty key with a checked noise distribution.
+pub(crate) fn encrypt_lwe_unchecked(
+    key: &[u64],
+    plaintext: u64,
+    noise: NoiseDistribution,
+    rng: &mut Csprng,
 ) -> LweCiphertext {
+    debug_assert!(!key.is_empty());
     let mut data = vec![0u64; key.len() + 1];
     rng.fill_uniform(&mut data[..key.len()]);
-    let e = rng.next_noise(noise);
+    let e = rng.next_noise_unchecked(noise);
     data[key.len()] = dot(&data[..key.len()], key)
         .wrapping_add(plaintext)
         .wrapping_add(e);

@@ -126,9 +126,11 @@ pub(crate) fn log2_2n(polynomial_size: PolynomialSize) -> Result<u32, Error> {
     Ok(n.trailing_zeros() + 1)
 }
 
-/// The switch for `2N = 2^log2_2n`, `1 <= log2_2n <= 63`.
+/// The switch for `2N = 2^log2_2n`, `1 <= log2_2n <= 63`: the top `log2_2n` bits plus the
+/// rounding bit below them (the same as `((x >> (63 - log2_2n)) + 1) >> 1`, which overflows
+/// for `log2_2n = 63`).
 pub(crate) fn modulus_switch_unchecked(x: u64, log2_2n: u32) -> usize {
-    let switched = ((x >> (64 - log2_2n - 1)) + 1) >> 1;
+    let switched = (x >> (64 - log2_2n)) + ((x >> (63 - log2_2n)) & 1);
     (switched & ((1u64 << log2_2n) - 1)) as usize
 }
 

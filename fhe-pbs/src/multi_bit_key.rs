@@ -49,7 +49,8 @@ impl MultiBitBootstrapKey {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidParameter`] unless `g` is 2, 3 or 4 and divides `n`.
+    /// [`Error::InvalidParameter`] unless `g` is 2, 3 or 4 and divides `n`, or for a noise
+    /// distribution [`crate::Parameters::new`] would refuse (nothing is drawn then).
     pub fn generate(
         lwe_key: &LweSecretKey,
         glwe_key: &GlweSecretKey,
@@ -60,6 +61,7 @@ impl MultiBitBootstrapKey {
     ) -> Result<Self, Error> {
         let lwe_dimension = lwe_key.dimension();
         ggsw_count(lwe_dimension, grouping_factor)?;
+        noise.validate("noise distribution")?;
         let cleartexts: Vec<u64> = lwe_key
             .as_slice()
             .chunks_exact(grouping_factor.0)

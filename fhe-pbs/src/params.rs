@@ -29,12 +29,14 @@ pub struct DecompositionLevelCount(pub usize);
 
 /// A gadget decomposition: base `B = 2^base_log`, `level_count` levels, so the
 /// `base_log * level_count` most significant bits of a torus element are represented.
+///
+/// Always valid: the fields are private and [`DecompositionParams::new`] is the only way to
+/// make one, so `1 <= base_log`, `1 <= level_count` and `base_log * level_count <= 64` hold
+/// for every value, and the functions that take one need no check of their own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DecompositionParams {
-    /// `log2(B)`.
-    pub base_log: DecompositionBaseLog,
-    /// `l`.
-    pub level_count: DecompositionLevelCount,
+    base_log: DecompositionBaseLog,
+    level_count: DecompositionLevelCount,
 }
 
 impl DecompositionParams {
@@ -53,7 +55,20 @@ impl DecompositionParams {
         Ok(params)
     }
 
-    /// `base_log * level_count`: how many of the 64 bits the decomposition represents.
+    /// `log2(B)`, from 1 to 64.
+    #[must_use]
+    pub const fn base_log(&self) -> DecompositionBaseLog {
+        self.base_log
+    }
+
+    /// `l`, from 1 to 64.
+    #[must_use]
+    pub const fn level_count(&self) -> DecompositionLevelCount {
+        self.level_count
+    }
+
+    /// `base_log * level_count`: how many of the 64 bits the decomposition represents (at
+    /// most 64).
     #[must_use]
     pub const fn represented_bits(&self) -> usize {
         self.base_log.0 * self.level_count.0
@@ -106,13 +121,14 @@ impl NoiseDistribution {
             }
             Self::TUniform { bound_log2 } => {
                 // Values -m..=m, end points with half weight: E[x^2] = (2 m^2 + 1) / 6.
-                let m = 2f64.powi(bound_log2 as i32);
+                let m = 2f64.powf(f64::from(bound_log2));
                 (2.0 * m * m + 1.0) / 6.0
             }
         }
     }
 
-    fn validate(&self, name: &'static str) -> Result<(), Error> {
+    /// An error naming `name` unless the distribution is one [`Parameters::new`] accepts.
+    pub(crate) fn validate(&self, name: &'static str) -> Result<(), Error> {
         match *self {
             Self::Gaussian { std } if !(std.is_finite() && (0.0..=0.25).contains(&std)) => {
                 Err(Error::InvalidParameter {
@@ -334,6 +350,13 @@ pub const PARAM_GPU_MULTI_BIT_GROUP_3_MESSAGE_2_CARRY_2: Parameters = Parameters
 pub const MIN_POLYNOMIAL_SIZE: usize = 512;
 /// The largest polynomial size [`Parameters::new`] accepts.
 pub const MAX_POLYNOMIAL_SIZE: usize = 8192;
+/// The largest small-key dimension `n` [`Parameters::new`] accepts: far above the sets in use
+/// (tfhe-rs's are near 1,000), low enough that a set's keys cannot declare a size near
+/// `2^64` words (key generation allocates them).
+pub const MAX_LWE_DIMENSION: usize = 1 << 16;
+/// The largest big-key dimension `k N` [`Parameters::new`] accepts (as
+/// [`MAX_LWE_DIMENSION`]: far above the sets in use, which have `k N` of 2,048 or 4,096).
+pub const MAX_BIG_LWE_DIMENSION: usize = 1 << 16;
 
 impl Parameters {
     /// Checks a caller-defined set.
@@ -341,9 +364,9 @@ impl Parameters {
     /// # Errors
     ///
     /// [`Error::InvalidParameter`] naming the first field that is out of range: `N` not a power
-    /// of two in `[512, 8192]`, `k = 0`, `n = 0`, a decomposition with `base_log * level > 64`
-    /// or a zero, a Gaussian std that is not finite in `[0, 1/4]`, a t-uniform bound above
-    /// `2^62`, or `p` not a power of two in `[2, N]`.
+    /// of two in `[512, 8192]`, `k = 0` or `kN` above [`MAX_BIG_LWE_DIMENSION`], `n = 0` or
+    /// above [`MAX_LWE_DIMENSION`], a Gaussian std that is not finite in `[0, 1/4]`, a
+    /// t-uniform bound above `2^62`, or `p` not a power of two in `[2, N]`.
     pub fn new(spec: ParameterSpec) -> Result<Self, Error> {
         let n = spec.polynomial_size.0;
         if !n.is_power_of_two() || !(MIN_POLYNOMIAL_SIZE..=MAX_POLYNOMIAL_SIZE).contains(&n) {
@@ -365,24 +388,27 @@ impl Parameters {
             .glwe_dimension
             .0
             .checked_mul(n)
-            .and_then(|kn| kn.checked_add(1))
-            .is_none()
+            .is_none_or(|kn| kn > MAX_BIG_LWE_DIMENSION)
         {
             return Err(Error::InvalidParameter {
                 name: "glwe_dimension",
-                reason: format!("k = {} is too large", spec.glwe_dimension.0),
+                reason: format!(
+                    "k = {} is too large: k N must be at most {MAX_BIG_LWE_DIMENSION}",
+                    spec.glwe_dimension.0
+                ),
             });
         }
-        if spec.lwe_dimension.0 == 0 {
+        if !(1..=MAX_LWE_DIMENSION).contains(&spec.lwe_dimension.0) {
             return Err(Error::InvalidParameter {
                 name: "lwe_dimension",
-                reason: "n must be at least 1".into(),
+                reason: format!(
+                    "n = {} must be from 1 to {MAX_LWE_DIMENSION}",
+                    spec.lwe_dimension.0
+                ),
             });
         }
         spec.lwe_noise.validate("lwe_noise")?;
         spec.glwe_noise.validate("glwe_noise")?;
-        spec.pbs_decomposition.validate("pbs_decomposition")?;
-        spec.ks_decomposition.validate("ks_decomposition")?;
         let p = spec.plaintext_modulus;
         if !p.is_power_of_two() || p < 2 || p > n as u64 {
             return Err(Error::InvalidParameter {

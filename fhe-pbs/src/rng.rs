@@ -12,13 +12,24 @@ use crate::params::NoiseDistribution;
 
 /// ChaCha20 seeded from 32 bytes: the only randomness the crate uses.
 ///
-/// `Debug` shows nothing of the state.
+/// `Debug` shows nothing of the state. On drop the state (the key the seed became, the
+/// counter and the buffered output, from which the keys drawn from it could be recomputed)
+/// is overwritten in place: `rand_chacha` offers no `zeroize`, so this is a plain store of a
+/// fixed state kept from being optimized away by [`std::hint::black_box`], a best effort
+/// rather than `zeroize`'s guarantee.
 #[derive(Clone)]
 pub struct Csprng(ChaCha20Rng);
 
 impl std::fmt::Debug for Csprng {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Csprng(ChaCha20, state hidden)")
+    }
+}
+
+impl Drop for Csprng {
+    fn drop(&mut self) {
+        self.0 = ChaCha20Rng::from_seed([0; 32]);
+        std::hint::black_box(&mut self.0);
     }
 }
 
@@ -74,7 +85,33 @@ impl Csprng {
     /// so Gaussian samples may differ in rare last-bit cases between platforms; t-uniform
     /// samples are pure integer arithmetic. T-uniform with bound `b`: one word `w`,
     /// `r = w >> (62 - b)` (its top `b + 2` bits), noise `(r >> 1) + (r & 1) - 2^b`.
-    pub fn next_noise(&mut self, distribution: NoiseDistribution) -> u64 {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] for a Gaussian std that is not finite in `[0, 1/4]` or a
+    /// t-uniform bound above `2^62` (as [`crate::Parameters::new`] refuses them).
+    pub fn next_noise(&mut self, distribution: NoiseDistribution) -> Result<u64, Error> {
+        distribution.validate("noise distribution")?;
+        Ok(self.next_noise_unchecked(distribution))
+    }
+
+    /// Fills `out` with noise values, one [`Csprng::next_noise`] each, in order.
+    ///
+    /// # Errors
+    ///
+    /// As [`Csprng::next_noise`] (nothing is drawn then).
+    pub fn fill_noise(
+        &mut self,
+        out: &mut [u64],
+        distribution: NoiseDistribution,
+    ) -> Result<(), Error> {
+        distribution.validate("noise distribution")?;
+        self.fill_noise_unchecked(out, distribution);
+        Ok(())
+    }
+
+    /// [`Csprng::next_noise`] of a distribution already checked.
+    pub(crate) fn next_noise_unchecked(&mut self, distribution: NoiseDistribution) -> u64 {
         match distribution {
             NoiseDistribution::Gaussian { std } => {
                 let u1 = self.next_open_unit();
@@ -91,10 +128,14 @@ impl Csprng {
         }
     }
 
-    /// Fills `out` with noise values, one [`Csprng::next_noise`] each, in order.
-    pub fn fill_noise(&mut self, out: &mut [u64], distribution: NoiseDistribution) {
+    /// [`Csprng::fill_noise`] of a distribution already checked.
+    pub(crate) fn fill_noise_unchecked(
+        &mut self,
+        out: &mut [u64],
+        distribution: NoiseDistribution,
+    ) {
         for x in out {
-            *x = self.next_noise(distribution);
+            *x = self.next_noise_unchecked(distribution);
         }
     }
 }

@@ -244,7 +244,8 @@ fn exact_blind_rotation_is_exact_without_noise_or_rounding() {
         let ct = s
             .client
             .lwe_secret_key()
-            .encrypt(rng.next_u64(), noiseless, &mut rng);
+            .encrypt(rng.next_u64(), noiseless, &mut rng)
+            .unwrap();
         let rho = switched_phase(&s.client, &ct);
         let mut expected = vec![0u64; n];
         multiply_by_monomial(&mut expected, lut.polynomial(), 2 * n - rho).unwrap();

@@ -180,14 +180,14 @@ fn integer_stages_are_bit_exact() {
     // and clear.
     let pbs = params.pbs_decomposition();
     let mut words: Vec<u64> = (0..4000).map(|_| rng.next_u64()).collect();
-    let rounding = 1u64 << (63 - pbs.base_log.0 * pbs.level_count.0);
+    let rounding = 1u64 << (63 - pbs.base_log().0 * pbs.level_count().0);
     for top in [1u64 << 63, 3 << 62, 1 << 62, 0, u64::MAX << 41] {
         for delta in [0, 1, rounding - 1, rounding, rounding + 1] {
             words.extend([top.wrapping_add(delta), top.wrapping_sub(delta)]);
         }
     }
     let got = stages::pbs_decompose(&s.gpu, &words).unwrap();
-    let mut expected = vec![0i64; words.len() * pbs.level_count.0];
+    let mut expected = vec![0i64; words.len() * pbs.level_count().0];
     decompose_slice(&words, pbs, &mut expected).unwrap();
     if let Some(i) = (0..expected.len()).find(|&i| expected[i] != got[i]) {
         panic!(
@@ -445,7 +445,7 @@ fn caller_defined_sets_of_every_shape_match_the_cpu() {
     let mut rng = Csprng::from_seed([9; 32]);
     for (t, (name, params)) in sets.into_iter().enumerate() {
         let s = setup(name, params, 40 + t as u8);
-        let one_level = params.pbs_decomposition().level_count.0 == 1;
+        let one_level = params.pbs_decomposition().level_count().0 == 1;
         if s.gpu.gpu().info().compute_capability.major >= 9
             && one_level
             && params.polynomial_size().0 <= 4096
@@ -672,8 +672,8 @@ fn multi_bit_output_noise_meets_tfhe_rs_formula(s: &Setup) {
         tfhe_core::LweDimension(params.lwe_dimension().0),
         tfhe_core::GlweDimension(params.glwe_dimension().0),
         tfhe_core::PolynomialSize(params.polynomial_size().0),
-        tfhe_core::DecompositionBaseLog(decomposition.base_log.0),
-        tfhe_core::DecompositionLevelCount(decomposition.level_count.0),
+        tfhe_core::DecompositionBaseLog(decomposition.base_log().0),
+        tfhe_core::DecompositionLevelCount(decomposition.level_count().0),
         53.0,
         2f64.powi(64),
     )

@@ -68,7 +68,7 @@ fn modulus_switch_rejects_bad_sizes() {
         modulus_switch(5, PolynomialSize(1000)),
         Err(Error::InvalidParameter { .. })
     ));
-    let ct = LweCiphertext::trivial(1, LweDimension(3));
+    let ct = LweCiphertext::trivial(1, LweDimension(3)).unwrap();
     assert!(modulus_switch_lwe(&ct, PolynomialSize(0), ModulusSwitchType::Standard).is_err());
 }
 
@@ -348,12 +348,14 @@ fn seeded_rng_and_encryption_known_answers() {
 
     // A fixed seed gives fixed keys and ciphertexts (t-uniform noise: integer-only, portable).
     let mut rng = Csprng::from_seed([1; 32]);
-    let key = LweSecretKey::generate(LweDimension(4), &mut rng);
-    let ct = key.encrypt(
-        3 << 60,
-        NoiseDistribution::TUniform { bound_log2: 10 },
-        &mut rng,
-    );
+    let key = LweSecretKey::generate(LweDimension(4), &mut rng).unwrap();
+    let ct = key
+        .encrypt(
+            3 << 60,
+            NoiseDistribution::TUniform { bound_log2: 10 },
+            &mut rng,
+        )
+        .unwrap();
     assert_eq!(key.as_slice(), KAT_KEY);
     assert_eq!(ct.as_slice(), KAT_CIPHERTEXT);
     // And the words follow the documented order: mask words, then the noise word.
@@ -383,7 +385,9 @@ fn noise_samplers_stay_in_range() {
     let b = 3;
     let mut counts = [0u32; 17];
     for _ in 0..170_000 {
-        let e = rng.next_noise(NoiseDistribution::TUniform { bound_log2: b }) as i64;
+        let e = rng
+            .next_noise(NoiseDistribution::TUniform { bound_log2: b })
+            .unwrap() as i64;
         assert!((-8..=8).contains(&e), "{e}");
         counts[(e + 8) as usize] += 1;
     }
@@ -404,12 +408,17 @@ fn noise_samplers_stay_in_range() {
     let sigma = 2f64.powi(-40);
     let (mut sum_sq, count) = (0f64, 50_000);
     for _ in 0..count {
-        let e = rng.next_noise(NoiseDistribution::Gaussian { std: sigma }) as i64 as f64;
+        let e = rng
+            .next_noise(NoiseDistribution::Gaussian { std: sigma })
+            .unwrap() as i64 as f64;
         sum_sq += e * e;
     }
     let measured = (sum_sq / f64::from(count)).sqrt() / 2f64.powi(24);
     assert!((measured - 1.0).abs() < 0.02, "std {measured} * 2^24");
-    assert_eq!(rng.next_noise(NoiseDistribution::Gaussian { std: 0.0 }), 0);
+    assert_eq!(
+        rng.next_noise(NoiseDistribution::Gaussian { std: 0.0 }),
+        Ok(0)
+    );
 }
 
 // ---------------------------------------------------------------- sample extract
@@ -420,7 +429,7 @@ proptest! {
     fn sample_extract_is_the_constant_coefficient(seed in any::<[u8; 32]>(), k in 1usize..=3) {
         let n = 64;
         let mut rng = Csprng::from_seed(seed);
-        let key = GlweSecretKey::generate(GlweDimension(k), PolynomialSize(n), &mut rng);
+        let key = GlweSecretKey::generate(GlweDimension(k), PolynomialSize(n), &mut rng).unwrap();
         let plaintext: Vec<u64> = (0..n).map(|_| rng.next_u64()).collect();
         let ct = key.encrypt(&plaintext, NoiseDistribution::TUniform { bound_log2: 20 }, &mut rng).unwrap();
         let phase = key.phase(&ct).unwrap();
@@ -429,7 +438,7 @@ proptest! {
         prop_assert_eq!(lwe_phase(key.as_slice(), &lwe).unwrap(), phase[0]);
         // Mask by hand: a[jN] = A_j[0], a[jN + t] = -A_j[N - t].
         for j in 0..k {
-            let a = ct.polynomial(j);
+            let a = ct.polynomial(j).unwrap();
             prop_assert_eq!(lwe.mask()[j * n], a[0]);
             for t in 1..n {
                 prop_assert_eq!(lwe.mask()[j * n + t], a[n - t].wrapping_neg());
@@ -450,7 +459,8 @@ fn glwe_container_errors() {
         GlweDimension(1),
         PolynomialSize(8),
         &mut Csprng::from_seed([0; 32]),
-    );
+    )
+    .unwrap();
     assert!(key.phase(&ct).is_err());
 }
 
@@ -506,16 +516,17 @@ fn raw_containers_with_overflowing_dimensions_are_errors() {
 #[test]
 fn keyswitch_is_exact_with_a_noiseless_key_and_decrypts_with_noise() {
     let mut rng = Csprng::from_seed([5; 32]);
-    let big = GlweSecretKey::generate(GlweDimension(2), PolynomialSize(64), &mut rng);
-    let small = LweSecretKey::generate(LweDimension(40), &mut rng);
+    let big = GlweSecretKey::generate(GlweDimension(2), PolynomialSize(64), &mut rng).unwrap();
+    let small = LweSecretKey::generate(LweDimension(40), &mut rng).unwrap();
     let params = decomp(4, 4);
     let noiseless = NoiseDistribution::Gaussian { std: 0.0 };
-    let ksk = KeyswitchKey::generate(big.as_slice(), &small, params, noiseless, &mut rng);
+    let ksk = KeyswitchKey::generate(big.as_slice(), &small, params, noiseless, &mut rng).unwrap();
     assert_eq!(ksk.as_slice().len(), 128 * 4 * 41);
     for _ in 0..20 {
         let ct = big
             .to_lwe_key()
-            .encrypt(rng.next_u64(), noiseless, &mut rng);
+            .encrypt(rng.next_u64(), noiseless, &mut rng)
+            .unwrap();
         let out = keyswitch(&ksk, &ct).unwrap();
         // Phase after the switch: b - sum_i round(a_i) s_i, exactly.
         let expected = big
@@ -532,7 +543,7 @@ fn keyswitch_is_exact_with_a_noiseless_key_and_decrypts_with_noise() {
     let noise = NoiseDistribution::Gaussian {
         std: 2f64.powi(-30),
     };
-    let ksk = KeyswitchKey::generate(big.as_slice(), &small, params, noise, &mut rng);
+    let ksk = KeyswitchKey::generate(big.as_slice(), &small, params, noise, &mut rng).unwrap();
     assert!(
         ksk.noise_of(big.as_slice(), &small, 3, 2)
             .unwrap()
@@ -543,11 +554,12 @@ fn keyswitch_is_exact_with_a_noiseless_key_and_decrypts_with_noise() {
     for m in 0..16u64 {
         let ct = big
             .to_lwe_key()
-            .encrypt(encode(m, 16).unwrap(), noise, &mut rng);
+            .encrypt(encode(m, 16).unwrap(), noise, &mut rng)
+            .unwrap();
         let out = keyswitch(&ksk, &ct).unwrap();
         assert_eq!(decode(small.phase(&out).unwrap(), 16).unwrap(), m);
     }
-    let wrong = LweCiphertext::trivial(0, LweDimension(40));
+    let wrong = LweCiphertext::trivial(0, LweDimension(40)).unwrap();
     assert!(matches!(
         keyswitch(&ksk, &wrong),
         Err(Error::DimensionMismatch { .. })
@@ -693,9 +705,9 @@ fn bootstrap_key_rows_decrypt_to_the_gadget_and_replay_from_randomness() {
     let noise = NoiseDistribution::TUniform { bound_log2: 5 };
     let mut rng = Csprng::from_seed([21; 32]);
     let small = LweSecretKey::from_bits(vec![1, 0, 1]).unwrap();
-    let glwe = GlweSecretKey::generate(GlweDimension(k), PolynomialSize(big_n), &mut rng);
+    let glwe = GlweSecretKey::generate(GlweDimension(k), PolynomialSize(big_n), &mut rng).unwrap();
     let replay_start = rng.clone();
-    let bsk = BootstrapKey::generate(&small, &glwe, params, noise, &mut rng);
+    let bsk = BootstrapKey::generate(&small, &glwe, params, noise, &mut rng).unwrap();
     assert_eq!(bsk.as_slice().len(), n * 3 * (k + 1) * (k + 1) * big_n);
     assert_eq!(bsk.ggsw_len(), 3 * (k + 1) * (k + 1) * big_n);
     assert!(bsk.ggsw(n).is_err());
@@ -737,7 +749,7 @@ fn bootstrap_key_rows_decrypt_to_the_gadget_and_replay_from_randomness() {
             let mut mask = vec![0u64; k * big_n];
             replay.fill_uniform(&mut mask);
             let mut e = vec![0u64; big_n];
-            replay.fill_noise(&mut e, noise);
+            replay.fill_noise(&mut e, noise).unwrap();
             masks.extend(mask);
             noises.extend(e);
         }

@@ -144,8 +144,8 @@ fn generated_key_encrypts_the_group_patterns() {
     };
     let (k, n) = (params.glwe_dimension().0, params.polynomial_size().0);
     let decomposition = params.pbs_decomposition();
-    let levels = decomposition.level_count.0;
-    let factor = 1u64 << (64 - decomposition.base_log.0);
+    let levels = decomposition.level_count().0;
+    let factor = 1u64 << (64 - decomposition.base_log().0);
     let row_len = (k + 1) * n;
     let bits = client.lwe_secret_key().as_slice();
     assert_eq!(key.as_slice().len(), 252 / 3 * 8 * key.ggsw_len());
@@ -311,7 +311,8 @@ fn keys_of_the_wrong_kind_are_refused() {
         multi.pbs_decomposition(),
         multi.glwe_noise(),
         &mut rng,
-    );
+    )
+    .unwrap();
     assert!(EvaluationKeys::from_parts(multi, classic_key, ksk.clone()).is_err());
     let rebuilt = EvaluationKeys::from_parts(multi, multi_key, ksk).unwrap();
     assert_eq!(rebuilt.bootstrap_key(), keys.bootstrap_key());

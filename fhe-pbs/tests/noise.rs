@@ -40,10 +40,10 @@ fn measure(params: Parameters, seed: u8, bootstraps: usize) -> (f64, f64) {
     let n = params.polynomial_size().0;
     let k = params.glwe_dimension().0;
     let pbs = params.pbs_decomposition();
-    let (b, l) = (pbs.base_log.0 as i32, pbs.level_count.0 as f64);
+    let (b, l) = (pbs.base_log().0 as i32, pbs.level_count().0 as f64);
     let digit_second_moment = (2f64.powi(2 * b) + 2.0) / 12.0;
     let v_bsk = params.glwe_noise().variance();
-    let dropped = 64 - pbs.base_log.0 * pbs.level_count.0;
+    let dropped = 64 - pbs.base_log().0 * pbs.level_count().0;
     let v_round = (2f64.powi(2 * dropped as i32) - 1.0) / 12.0;
     let glwe_weight: u64 = client.glwe_secret_key().as_slice().iter().sum();
     let small_key = client.lwe_secret_key().as_slice();

@@ -9,7 +9,7 @@ use fhe_pbs::{
     Parameters, PolynomialSize,
 };
 
-fn field_of(result: Result<Parameters, Error>) -> &'static str {
+fn field_of<T: std::fmt::Debug>(result: Result<T, Error>) -> &'static str {
     match result {
         Err(Error::InvalidParameter { name, .. }) => name,
         other => panic!("expected InvalidParameter, got {other:?}"),
@@ -59,8 +59,11 @@ fn predefined_sets_are_valid_and_as_specified() {
             std: 2f64.powi(-50)
         }
     );
-    assert_eq!(t.pbs_decomposition().base_log, DecompositionBaseLog(23));
-    assert_eq!(t.ks_decomposition().level_count, DecompositionLevelCount(4));
+    assert_eq!(t.pbs_decomposition().base_log(), DecompositionBaseLog(23));
+    assert_eq!(
+        t.ks_decomposition().level_count(),
+        DecompositionLevelCount(4)
+    );
 }
 
 #[test]
@@ -111,33 +114,15 @@ fn caller_defined_sets_are_validated() {
         ..base
     };
     assert_eq!(field_of(Parameters::new(spec)), "glwe_noise");
-    let bad = DecompositionParams {
-        base_log: DecompositionBaseLog(33),
-        level_count: DecompositionLevelCount(2),
-    };
-    let spec = ParameterSpec {
-        pbs_decomposition: bad,
-        ..base
-    };
-    assert_eq!(field_of(Parameters::new(spec)), "pbs_decomposition");
-    let zero = DecompositionParams {
-        base_log: DecompositionBaseLog(0),
-        level_count: DecompositionLevelCount(2),
-    };
-    let spec = ParameterSpec {
-        ks_decomposition: zero,
-        ..base
-    };
-    assert_eq!(field_of(Parameters::new(spec)), "ks_decomposition");
-    let overflow = DecompositionParams {
-        base_log: DecompositionBaseLog(usize::MAX),
-        level_count: DecompositionLevelCount(2),
-    };
-    let spec = ParameterSpec {
-        ks_decomposition: overflow,
-        ..base
-    };
-    assert_eq!(field_of(Parameters::new(spec)), "ks_decomposition");
+    // A bad decomposition cannot reach a ParameterSpec: only DecompositionParams::new makes
+    // one, and it refuses them.
+    for (base_log, levels) in [(33, 2), (0, 2), (2, 0), (usize::MAX, 2), (65, 1)] {
+        assert_eq!(
+            field_of(DecompositionParams::new(base_log, levels)),
+            "decomposition",
+            "{base_log} x {levels}"
+        );
+    }
     for p in [0, 1, 12, 2048] {
         let spec = ParameterSpec {
             plaintext_modulus: p,

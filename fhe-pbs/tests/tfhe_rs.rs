@@ -143,7 +143,7 @@ fn keyswitch_is_bit_exact_with_tfhe_rs_keys_and_ciphertexts() {
     // The layout: row (i, j) encrypts s_in[i] 2^(64 - (l - j) b) under the small key.
     let big_key = keys.glwe.as_lwe_secret_key();
     let input_bits = big_key.as_ref().to_vec();
-    let (big_dim, levels) = (input_bits.len(), params.ks_decomposition().level_count.0);
+    let (big_dim, levels) = (input_bits.len(), params.ks_decomposition().level_count().0);
     for (i, j) in [(0, 0), (7, 1), (big_dim - 1, levels - 1)] {
         let noise = ours
             .noise_of(&input_bits, client.lwe_secret_key(), i, j)
@@ -197,10 +197,10 @@ fn the_standard_set_is_tfhe_rs_param_message_2_carry_2() {
     assert_eq!(ours.lwe_dimension().0, P.lwe_dimension.0);
     assert_eq!(ours.glwe_dimension().0, P.glwe_dimension.0);
     assert_eq!(ours.polynomial_size().0, P.polynomial_size.0);
-    assert_eq!(ours.pbs_decomposition().base_log.0, P.pbs_base_log.0);
-    assert_eq!(ours.pbs_decomposition().level_count.0, P.pbs_level.0);
-    assert_eq!(ours.ks_decomposition().base_log.0, P.ks_base_log.0);
-    assert_eq!(ours.ks_decomposition().level_count.0, P.ks_level.0);
+    assert_eq!(ours.pbs_decomposition().base_log().0, P.pbs_base_log.0);
+    assert_eq!(ours.pbs_decomposition().level_count().0, P.pbs_level.0);
+    assert_eq!(ours.ks_decomposition().base_log().0, P.ks_base_log.0);
+    assert_eq!(ours.ks_decomposition().level_count().0, P.ks_level.0);
     assert_eq!(
         ours.plaintext_modulus(),
         P.message_modulus.0 * P.carry_modulus.0
@@ -563,8 +563,8 @@ fn bootstrap_output_noise_matches_tfhe_rs_formulas() {
     ] {
         let decomposition = params.pbs_decomposition();
         let (base_log, levels) = (
-            DecompositionBaseLog(decomposition.base_log.0),
-            DecompositionLevelCount(decomposition.level_count.0),
+            DecompositionBaseLog(decomposition.base_log().0),
+            DecompositionLevelCount(decomposition.level_count().0),
         );
         let (glwe_size, poly) = (
             tfhe_core::GlweSize(params.glwe_dimension().0 + 1),

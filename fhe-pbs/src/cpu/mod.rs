@@ -230,7 +230,7 @@ impl<'a> Rotation<'a> {
         let n = params.polynomial_size().0;
         let k1 = params.glwe_dimension().0 + 1;
         let decomposition = params.pbs_decomposition();
-        let levels = decomposition.level_count.0;
+        let levels = decomposition.level_count().0;
         let (mask, b_tilde) = match switched.split_last() {
             Some((&b, mask)) => (mask, b),
             None => (switched, 0),

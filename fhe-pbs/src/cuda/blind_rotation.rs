@@ -114,7 +114,7 @@ pub(super) fn polynomial_slots(params: &Parameters, log_e: u32) -> usize {
 pub(super) fn amortized_shared_bytes(params: &Parameters, layout: AmortizedLayout) -> usize {
     let k1 = params.glwe_dimension().0 + 1;
     let n = params.polynomial_size().0;
-    let levels = params.pbs_decomposition().level_count.0;
+    let levels = params.pbs_decomposition().level_count().0;
     let digits = match layout {
         AmortizedLayout::DigitsInGlobal => 0,
         _ => k1 * levels * polynomial_slots(params, AMORTIZED_LOG_E),
@@ -135,7 +135,7 @@ pub(super) fn amortized_shared_bytes(params: &Parameters, layout: AmortizedLayou
 pub(super) fn cluster_shared_bytes(params: &Parameters) -> usize {
     let k1 = params.glwe_dimension().0 + 1;
     let n = params.polynomial_size().0;
-    let levels = params.pbs_decomposition().level_count.0;
+    let levels = params.pbs_decomposition().level_count().0;
     let slots = polynomial_slots(params, CLUSTER_LOG_E);
     let received = 2 * (k1 - 1) * levels * slots;
     let key_rows = k1 * levels * n / 2;

@@ -62,14 +62,14 @@ pub(super) struct ByteKeyswitch {
 /// Dynamic shared memory of the key switch with `tile` ciphertexts per block: the digits of
 /// `KS_CHUNK` coefficients (ints in the narrow kernels, else i64).
 pub(super) fn keyswitch_shared_bytes(params: &Parameters, tile: u32) -> usize {
-    let ks_levels = params.ks_decomposition().level_count.0;
+    let ks_levels = params.ks_decomposition().level_count().0;
     let digit_bytes = if narrow_keyswitch(params) { 4 } else { 8 };
     KS_CHUNK as usize * ks_levels * tile as usize * digit_bytes
 }
 
 /// Key-switching key rows: `k N l`, one per input coefficient and level.
 pub(super) fn keyswitch_rows(params: &Parameters) -> usize {
-    params.big_lwe_dimension().0 * params.ks_decomposition().level_count.0
+    params.big_lwe_dimension().0 * params.ks_decomposition().level_count().0
 }
 
 /// Dynamic shared memory of `fhe_keyswitch_columns_t{tile}` on `count` ciphertexts: their
@@ -87,7 +87,7 @@ pub(super) fn keyswitch_columns_shared_bytes(
 /// digit times key byte (each at most `2^(b-1) 255`) fits an int32, and the rows fill whole
 /// shared-memory stages.
 pub(super) fn tensor_keyswitch(params: &Parameters) -> bool {
-    let base_log = params.ks_decomposition().base_log.0;
+    let base_log = params.ks_decomposition().base_log().0;
     let rows = keyswitch_rows(params);
     (1..=7).contains(&base_log) && (rows << (base_log - 1)) * 255 < 1 << 31 && rows % KSM_ROWS == 0
 }
@@ -117,7 +117,7 @@ pub(super) fn keyswitch_key_bytes(ksk: &[u64], out_width: usize) -> Vec<u8> {
 /// Whether the key switch runs its narrow kernels (`fhe_keyswitch_narrow_t*`): digits of a
 /// base log of at most 31 bits fit an int.
 pub(super) fn narrow_keyswitch(params: &Parameters) -> bool {
-    params.ks_decomposition().base_log.0 <= 31
+    params.ks_decomposition().base_log().0 <= 31
 }
 
 impl Cuda {

@@ -297,10 +297,10 @@ fn shape_of(params: &Parameters) -> FheShape {
         glwe_dimension: to_u32(params.glwe_dimension().0),
         polynomial_size: to_u32(n),
         log2_polynomial_size: n.trailing_zeros(),
-        base_log: to_u32(pbs.base_log.0),
-        level_count: to_u32(pbs.level_count.0),
-        ks_base_log: to_u32(ks.base_log.0),
-        ks_level_count: to_u32(ks.level_count.0),
+        base_log: to_u32(pbs.base_log().0),
+        level_count: to_u32(pbs.level_count().0),
+        ks_base_log: to_u32(ks.base_log().0),
+        ks_level_count: to_u32(ks.level_count().0),
         centered_switch: u32::from(
             params.modulus_switch() == ModulusSwitchType::CenteredMeanNoiseReduction,
         ),
@@ -348,7 +348,7 @@ impl Cuda {
             });
         }
         let kernels = Self::load_kernels(&gpu, &params)?;
-        let pbs_levels = params.pbs_decomposition().level_count.0;
+        let pbs_levels = params.pbs_decomposition().level_count().0;
         let (bsk, multi_bit) = match keys.bootstrap_key() {
             AnyBootstrapKey::Classic(key) => {
                 let fourier = FourierBootstrapKey::new(key)?;
@@ -396,8 +396,8 @@ impl Cuda {
     fn load_kernels(gpu: &Gpu, params: &Parameters) -> Result<Kernels, Error> {
         let k1 = params.glwe_dimension().0 + 1;
         let n = params.polynomial_size().0;
-        let levels = params.pbs_decomposition().level_count.0;
-        let base_log = params.pbs_decomposition().base_log.0;
+        let levels = params.pbs_decomposition().level_count().0;
+        let base_log = params.pbs_decomposition().base_log().0;
         let module = specialized_module(k1, n, levels, base_log);
         let load = |name: &str| gpu.kernel(&module, name);
         // Key-switch digits of at most 31 bits: the narrow kernels (int digits, two 32-bit

@@ -125,7 +125,7 @@ pub(super) fn device_multi_bit_key(
     params: &Parameters,
 ) -> Result<Vec<f64>, Error> {
     let k1 = params.glwe_dimension().0 + 1;
-    let levels = params.pbs_decomposition().level_count.0;
+    let levels = params.pbs_decomposition().level_count().0;
     let fourier = FourierBootstrapKey::new(key.ggsw_list())?;
     Ok(device_key(
         &fourier,
@@ -154,7 +154,7 @@ impl Cuda {
         };
         let k1 = self.params.glwe_dimension().0 + 1;
         let n = self.params.polynomial_size().0;
-        let levels = self.params.pbs_decomposition().level_count.0;
+        let levels = self.params.pbs_decomposition().level_count().0;
         let groups = self.params.lwe_dimension().0 / kernels.grouping;
         let ggsw_len = k1 * k1 * levels * n / 2;
         let total = count * groups * ggsw_len;
@@ -228,7 +228,7 @@ impl Cuda {
             crate::PbsKind::Classic => 0,
             crate::PbsKind::MultiBit(g) => {
                 let k1 = self.params.glwe_dimension().0 + 1;
-                let levels = self.params.pbs_decomposition().level_count.0;
+                let levels = self.params.pbs_decomposition().level_count().0;
                 let groups = self.params.lwe_dimension().0 / g.0;
                 16 * groups * k1 * k1 * levels * self.params.polynomial_size().0 / 2
             }

@@ -210,7 +210,7 @@ impl Cuda {
     pub(super) fn global_digit_slots(&self) -> usize {
         if self.kernels.amortized_layout == AmortizedLayout::DigitsInGlobal {
             let k1 = self.params.glwe_dimension().0 + 1;
-            let levels = self.params.pbs_decomposition().level_count.0;
+            let levels = self.params.pbs_decomposition().level_count().0;
             k1 * levels * polynomial_slots(&self.params, AMORTIZED_LOG_E)
         } else {
             0

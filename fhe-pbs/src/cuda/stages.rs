@@ -85,14 +85,14 @@ fn decompose_with(
     input: &[u64],
     params: DecompositionParams,
 ) -> Result<Vec<i64>, Error> {
-    let levels = params.level_count.0;
+    let levels = params.level_count().0;
     if input.is_empty() {
         return Ok(Vec::new());
     }
     let device_input = cuda.gpu.upload(input)?;
     let mut output = cuda.gpu.alloc_zeroed::<i64>(input.len() * levels)?;
     let len = input.len() as u64;
-    let base_log = to_u32(params.base_log.0);
+    let base_log = to_u32(params.base_log().0);
     let level_count = to_u32(levels);
     let grid = Grid::cover(len, ELEMENTWISE_THREADS);
     // SAFETY: the arguments match `(const u64*, i64*, u64, u32, u32)`, the signature of both

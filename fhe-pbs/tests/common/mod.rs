@@ -79,8 +79,8 @@ pub fn tfhe_keys(params: &Parameters) -> TfheKeys {
     let ksk = tfhe_core::allocate_and_generate_new_lwe_keyswitch_key(
         &glwe.as_lwe_secret_key(),
         &small,
-        DecompositionBaseLog(ks.base_log.0),
-        DecompositionLevelCount(ks.level_count.0),
+        DecompositionBaseLog(ks.base_log().0),
+        DecompositionLevelCount(ks.level_count().0),
         tfhe_core::Gaussian::from_dispersion_parameter(tfhe_core::StandardDev(2f64.powi(-30)), 0.0),
         CiphertextModulus::new_native(),
         &mut encryption,
@@ -88,8 +88,8 @@ pub fn tfhe_keys(params: &Parameters) -> TfheKeys {
     let bsk = tfhe_core::par_allocate_and_generate_new_lwe_bootstrap_key(
         &small,
         &glwe,
-        DecompositionBaseLog(pbs.base_log.0),
-        DecompositionLevelCount(pbs.level_count.0),
+        DecompositionBaseLog(pbs.base_log().0),
+        DecompositionLevelCount(pbs.level_count().0),
         tfhe_core::Gaussian::from_dispersion_parameter(tfhe_core::StandardDev(2f64.powi(-50)), 0.0),
         CiphertextModulus::new_native(),
         &mut encryption,
@@ -100,8 +100,8 @@ pub fn tfhe_keys(params: &Parameters) -> TfheKeys {
             tfhe_core::par_allocate_and_generate_new_lwe_multi_bit_bootstrap_key(
                 &small,
                 &glwe,
-                DecompositionBaseLog(pbs.base_log.0),
-                DecompositionLevelCount(pbs.level_count.0),
+                DecompositionBaseLog(pbs.base_log().0),
+                DecompositionLevelCount(pbs.level_count().0),
                 tfhe_core::LweBskGroupingFactor(g.0),
                 tfhe_core::Gaussian::from_dispersion_parameter(
                     tfhe_core::StandardDev(2f64.powi(-50)),
