@@ -218,7 +218,7 @@ pub(crate) fn check_batch(nodes: usize, leaves_per_tree: usize) -> Result<(), Er
     check_leaf_count(leaves_per_tree)?;
     // A tree of more than usize::MAX / 2 leaves has more nodes than a slice can hold (and
     // `2 * leaves_per_tree` would overflow): no node array is a whole number of such trees.
-    let tree_nodes = leaves_per_tree.checked_mul(2).unwrap_or(usize::MAX);
+    let tree_nodes = leaves_per_tree.saturating_mul(2);
     if nodes == 0 || nodes % tree_nodes != 0 {
         return Err(Error::UnevenBatch {
             leaves: nodes / 2,

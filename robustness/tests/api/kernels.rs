@@ -4,7 +4,13 @@
 //! GPU tests of these modules from running at once (one of them fills the device's memory on
 //! purpose), and [`fill_device_memory`].
 
+// Test code throughout: its helpers unwrap as the tests do.
+#![allow(clippy::unwrap_used)]
+// The runtime exists only with the `cuda` feature (without it `kernels` is its error types).
+#![cfg(feature = "cuda")]
+
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use kernels::source::{COMMON, Module};
 use kernels::{DeviceBuffer, DeviceInfo, Gpu, GpuError, Grid, Kernel, PinnedBuffer};
@@ -262,4 +268,95 @@ fn a_failed_launch_is_an_error_and_the_gpu_still_works() {
             filled(100, 3)
         );
     }
+}
+
+/// `trap(out)` writes `out[0] = 1` and stops with a device-side trap, which loses the CUDA
+/// context for the rest of the process.
+const TRAP: Module = Module {
+    name: "robustness_trap",
+    source: r#"#include "common.cuh"
+extern "C" __global__ void trap(u32* out) {
+    out[0] = 1u;
+    __trap();
+}
+"#,
+    headers: &[COMMON],
+};
+
+#[test]
+#[ignore = "requires NVRTC (see kernels, \"Finding NVRTC\")"]
+fn test_kernels_compile() {
+    let compiled = kernels::check_modules(&[FILL, TRAP]).unwrap();
+    assert!(compiled.iter().all(|&(_, _, bytes)| bytes > 0));
+}
+
+/// Set in the child process that [`a_faulting_kernel_is_an_error_never_a_hang`] starts.
+const FAULT_CHILD: &str = "ROBUSTNESS_FAULT_CHILD";
+
+/// A kernel that faults: the launch or the next synchronization returns an error that says
+/// the context is lost, every later call returns such an error too (none hangs or panics),
+/// and dropping the handle and its buffers is quiet. In a child process of this test binary,
+/// since the context stays lost for the rest of the process.
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn a_faulting_kernel_is_an_error_never_a_hang() {
+    if std::env::var_os(FAULT_CHILD).is_some() {
+        fault_in_this_process();
+        return;
+    }
+    let _lock = gpu_lock();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "kernels::a_faulting_kernel_is_an_error_never_a_hang",
+            "--include-ignored",
+            "--test-threads=1",
+        ])
+        .env(FAULT_CHILD, "1")
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "the faulting child failed: {status}");
+            return;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("the faulting child hung for 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn fault_in_this_process() {
+    let gpu = Gpu::first().unwrap();
+    let trap = gpu.kernel(&TRAP, "trap").unwrap();
+    let fill = gpu.kernel(&FILL, "fill").unwrap();
+    assert_eq!(
+        fill_on(&gpu, &fill, 10, 1, Grid::cover(10, 32)).unwrap(),
+        filled(10, 1)
+    );
+    let mut out = gpu.alloc_zeroed::<u32>(1).unwrap();
+    // SAFETY: trap(u32*) writes one word, which `out` holds.
+    let launched = unsafe {
+        gpu.launch(&trap, Grid::cover(1, 32))
+            .buffer_mut(&mut out)
+            .run()
+    };
+    let error = launched.and_then(|()| gpu.synchronize()).unwrap_err();
+    assert!(error.context_lost(), "{error}");
+    // Later calls of every kind fail and say so.
+    let later = [
+        fill_on(&gpu, &fill, 10, 1, Grid::cover(10, 32)).map(drop),
+        out.to_host().map(drop),
+        gpu.synchronize(),
+    ];
+    for result in later {
+        let error = result.unwrap_err();
+        assert!(error.context_lost(), "{error}");
+    }
+    drop(out);
+    drop(gpu);
 }

@@ -1,6 +1,9 @@
 //! `merkle` under extreme values, many threads and GPU faults. (It holds no secrets: digests,
 //! trees and proofs are public, so point 4 of issue 37 has nothing to check here.)
 
+// Test code throughout: its helpers unwrap as the tests do.
+#![allow(clippy::unwrap_used)]
+
 use merkle::{
     BatchProof, Cpu, Digest, Error, Felt, MODULUS, MerkleBackend, MerkleTree, Poseidon2, Rpo256,
     flatten_rows, pad_leaves,

@@ -1,5 +1,8 @@
 //! `pir-hints` under extreme values, many threads and GPU faults.
 
+// Test code throughout: its helpers unwrap as the tests do.
+#![allow(clippy::unwrap_used)]
+
 use std::ops::Range;
 use std::path::Path;
 

@@ -1,5 +1,8 @@
 //! `prp` under extreme values, many threads and GPU faults.
 
+// Test code throughout: its helpers unwrap as the tests do.
+#![allow(clippy::unwrap_used)]
+
 use proptest::prelude::*;
 use prp::{
     BLOCK_BYTES, ChaCha8, ChaCha20, Cpu, Error, Evaluator, Iprf, IprfTables, Key, Keystream,
@@ -194,7 +197,7 @@ proptest! {
     fn samplers_answer_or_refuse(balls in extreme_u64(), bins in extreme_u64(), x in extreme_u64(), y in extreme_u64()) {
         match Pmns::new(key(5), balls, bins) {
             Ok(pmns) => {
-                prop_assert!(balls >= 1 && balls <= MAX_BALLS && bins.is_power_of_two());
+                prop_assert!((1..=MAX_BALLS).contains(&balls) && bins.is_power_of_two());
                 // Walking the tree costs balls / 512 blocks per level: only small samplers here.
                 if balls <= 1 << 16 && bins <= 1 << 16 {
                     match pmns.bin(x) {
