@@ -550,9 +550,9 @@ mod gpu {
     fn too_large_or_out_of_memory_then_the_backend_works() {
         let _lock = gpu_lock();
         let cuda = Cuda::new().unwrap();
-        // A synthetic database of 2^37 one-byte entries (128 GiB, more than an H100 or H200
-        // holds), declared by its parameters only: refused with the numbers.
-        let huge = Params::new(Scheme::Rms24, 1 << 37, 1).unwrap();
+        // The largest synthetic database, 2^38 one-byte entries (256 GiB, more than an H100 or
+        // an H200 holds), declared by its parameters only: refused with the numbers.
+        let huge = Params::new(Scheme::Rms24, MAX_SYNTHETIC_BYTES, 1).unwrap();
         match cuda.synthetic_database(1, &huge, huge.all_blocks()) {
             Err(Error::Gpu(error)) => assert_out_of_memory(&error),
             other => panic!("expected an out-of-memory error, got {other:?}"),
