@@ -80,6 +80,31 @@ pub enum GpuError {
     Driver(#[from] DriverError),
 }
 
+impl GpuError {
+    /// Whether the error left the device's CUDA context unusable for the rest of the process:
+    /// a kernel faulted (an illegal address or instruction, a trap, a device-side assert, a
+    /// hardware error). CUDA reports such errors again from every later call on any handle of
+    /// that device in this process, so a backend that returned one must be given up, and only
+    /// a new process uses the GPU again. Every other error (out of memory, a refused launch
+    /// configuration, a compile error, a missing device) leaves the backend usable.
+    pub fn context_lost(&self) -> bool {
+        const STICKY: [&str; 11] = [
+            "CUDA_ERROR_ILLEGAL_ADDRESS",
+            "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+            "CUDA_ERROR_MISALIGNED_ADDRESS",
+            "CUDA_ERROR_INVALID_ADDRESS_SPACE",
+            "CUDA_ERROR_INVALID_PC",
+            "CUDA_ERROR_LAUNCH_FAILED",
+            "CUDA_ERROR_HARDWARE_STACK_ERROR",
+            "CUDA_ERROR_ASSERT",
+            "CUDA_ERROR_ECC_UNCORRECTABLE",
+            "CUDA_ERROR_CONTEXT_IS_DESTROYED",
+            "CUDA_ERROR_LAUNCH_TIMEOUT",
+        ];
+        matches!(self, GpuError::Driver(d) if STICKY.contains(&d.name.as_str()))
+    }
+}
+
 /// A failed CUDA driver call: the driver's error name and description.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("CUDA driver error {name}: {description}")]
@@ -106,3 +131,29 @@ impl From<cudarc::driver::DriverError> for GpuError {
 
 /// Result of GPU runtime calls.
 pub type Result<T, E = GpuError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn driver(name: &str) -> GpuError {
+        GpuError::Driver(DriverError {
+            name: name.into(),
+            description: String::new(),
+        })
+    }
+
+    #[test]
+    fn only_faults_lose_the_context() {
+        assert!(driver("CUDA_ERROR_ILLEGAL_ADDRESS").context_lost());
+        assert!(driver("CUDA_ERROR_LAUNCH_FAILED").context_lost());
+        assert!(!driver("CUDA_ERROR_INVALID_VALUE").context_lost());
+        assert!(!driver("CUDA_ERROR_OUT_OF_MEMORY").context_lost());
+        let oom = GpuError::OutOfMemory {
+            requested: 2,
+            free: 1,
+        };
+        assert!(!oom.context_lost());
+        assert!(!GpuError::NoDriver.context_lost());
+    }
+}

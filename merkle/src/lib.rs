@@ -95,7 +95,7 @@ pub mod winter;
 
 pub use cpu::Cpu;
 #[cfg(feature = "cuda")]
-pub use cuda::Cuda;
+pub use cuda::{Cuda, DeviceTrees};
 pub use digest::Digest;
 pub use error::Error;
 pub use field::{Felt, MODULUS};
@@ -216,10 +216,13 @@ pub(crate) fn leaves_per_tree(leaves: usize, trees: usize) -> Result<usize, Erro
 /// Checks a node array of whole trees of `leaves_per_tree` leaves.
 pub(crate) fn check_batch(nodes: usize, leaves_per_tree: usize) -> Result<(), Error> {
     check_leaf_count(leaves_per_tree)?;
-    if nodes == 0 || nodes % (2 * leaves_per_tree) != 0 {
+    // A tree of more than usize::MAX / 2 leaves has more nodes than a slice can hold (and
+    // `2 * leaves_per_tree` would overflow): no node array is a whole number of such trees.
+    let tree_nodes = leaves_per_tree.saturating_mul(2);
+    if nodes == 0 || nodes % tree_nodes != 0 {
         return Err(Error::UnevenBatch {
             leaves: nodes / 2,
-            trees: nodes.div_ceil(2 * leaves_per_tree).max(1),
+            trees: nodes.div_ceil(tree_nodes).max(1),
         });
     }
     Ok(())

@@ -89,6 +89,15 @@ impl BatchProof {
     }
 }
 
+/// The leaves of a tree of depth `depth`, or 0 when `2^depth` does not fit a `usize` (a
+/// malformed proof, which then matches no domain).
+fn domain_len(depth: usize) -> usize {
+    u32::try_from(depth)
+        .ok()
+        .and_then(|depth| 1usize.checked_shl(depth))
+        .unwrap_or(0)
+}
+
 fn to_winter_all(digests: &[Digest]) -> Vec<WinterDigest> {
     digests.iter().map(|digest| digest.to_winter()).collect()
 }
@@ -153,12 +162,15 @@ impl VectorCommitment<Rp64_256> for GpuMerkleTree {
         self.tree.leaf_count()
     }
 
+    /// `2^depth` for a path of `depth` digests; 0 (no tree) for a path of 64 or more, which no
+    /// tree in memory has.
     fn get_proof_domain_len(proof: &Self::Proof) -> usize {
-        1 << proof.len()
+        domain_len(proof.len())
     }
 
+    /// `2^depth`, or 0 for a depth of 64 or more (as [`Self::get_proof_domain_len`]).
     fn get_multiproof_domain_len(proof: &Self::MultiProof) -> usize {
-        1 << proof.depth
+        domain_len(proof.depth.into())
     }
 
     fn open(&self, index: usize) -> Result<(WinterDigest, Self::Proof), Error> {
@@ -199,5 +211,28 @@ impl VectorCommitment<Rp64_256> for GpuMerkleTree {
         let root = Digest::from_winter(commitment);
         let proof = BatchProof::from_winter(proof);
         MerkleTree::verify_batch(&root, indexes, &from_winter_all(items), &proof)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn domain_lengths_of_any_proof_depth() {
+        let path = vec![Digest::default().to_winter(); 64];
+        assert_eq!(GpuMerkleTree::get_proof_domain_len(&path[..3].to_vec()), 8);
+        assert_eq!(
+            GpuMerkleTree::get_proof_domain_len(&path[..63].to_vec()),
+            1 << 63
+        );
+        assert_eq!(GpuMerkleTree::get_proof_domain_len(&path), 0);
+        for (depth, leaves) in [(0u8, 1usize), (5, 32), (64, 0), (u8::MAX, 0)] {
+            let proof = BatchMerkleProof::<Rp64_256> {
+                depth,
+                nodes: Vec::new(),
+            };
+            assert_eq!(GpuMerkleTree::get_multiproof_domain_len(&proof), leaves);
+        }
     }
 }

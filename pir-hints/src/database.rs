@@ -134,7 +134,8 @@ pub fn synthetic_stream(seed: u64) -> ChaCha8 {
 pub const MAX_SYNTHETIC_BYTES: u64 = (BLOCK_BYTES as u64) << 32;
 
 /// Fills `out` with bytes `offset ..` of the synthetic database of `seed`, on all cores.
-/// Errors if `offset` is not a multiple of 64 or the range passes [`MAX_SYNTHETIC_BYTES`].
+/// Errors if `offset` is not a multiple of 64, does not lie before [`MAX_SYNTHETIC_BYTES`]
+/// (even for an empty `out`), or the range passes it.
 pub fn fill_synthetic(seed: u64, offset: u64, out: &mut [u8]) -> Result<(), Error> {
     let counter = synthetic_counter(offset, out.len() as u64)?;
     Ok(Cpu.fill_keystream(&synthetic_stream(seed), counter, out)?)

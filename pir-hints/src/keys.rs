@@ -32,17 +32,28 @@ impl MasterKey {
         }
     }
 
-    /// Reads a key file: exactly [`KEY_FILE_BYTES`] raw bytes.
+    /// Reads a key file: exactly [`KEY_FILE_BYTES`] raw bytes. A file of another length is
+    /// refused before it is read (the error gives its length, never its contents).
     pub fn from_file(path: &Path) -> Result<Self, Error> {
-        let bytes = Zeroizing::new(std::fs::read(path).map_err(|e| Error::io(path, e))?);
-        let bytes: &[u8; KEY_FILE_BYTES] = bytes.as_slice().try_into().map_err(|_| {
+        let wrong_length = |len: u64| {
             Error::KeyFile(format!(
-                "{} holds {} bytes; a key file holds exactly {KEY_FILE_BYTES}",
-                path.display(),
-                bytes.len()
+                "{} holds {len} bytes; a key file holds exactly {KEY_FILE_BYTES}",
+                path.display()
             ))
-        })?;
-        Ok(Self::new(bytes))
+        };
+        let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+        if len != KEY_FILE_BYTES as u64 {
+            return Err(wrong_length(len));
+        }
+        // One byte more than a key, so that a file that grew since its length was read is
+        // refused too.
+        let mut bytes = Zeroizing::new([0u8; KEY_FILE_BYTES + 1]);
+        let read = read_up_to(&mut file, &mut bytes[..]).map_err(|e| Error::io(path, e))?;
+        match <&[u8; KEY_FILE_BYTES]>::try_from(&bytes[..read]) {
+            Ok(key) => Ok(Self::new(key)),
+            Err(_) => Err(wrong_length(read as u64)),
+        }
     }
 
     /// The select key `ks` of a scheme: `derive(master, "rms24/prf", 0)` or
@@ -81,4 +92,19 @@ impl MasterKey {
         }
         bytes
     }
+}
+
+/// Reads into `buffer` until it is full or the file ends; returns the bytes read.
+fn read_up_to(file: &mut std::fs::File, buffer: &mut [u8]) -> std::io::Result<usize> {
+    use std::io::Read;
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match file.read(&mut buffer[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
 }

@@ -81,7 +81,7 @@ use std::ops::Range;
 
 pub use cpu::Cpu;
 #[cfg(feature = "cuda")]
-pub use cuda::Cuda;
+pub use cuda::{Cuda, DeviceDatabase};
 pub use database::{
     Database, MAX_SYNTHETIC_BYTES, MappedDatabase, fill_synthetic, synthetic_database,
     synthetic_stream,

@@ -74,7 +74,8 @@ impl<'a> ShardedRun<'a> {
         self.shards
     }
 
-    /// The blocks of shard `index` (`0 ..= k`: `index = k` gives the empty range at the end).
+    /// The blocks of shard `index` (`0 ..= k`: `index = k`, or any larger index, gives the
+    /// empty range at the end).
     pub fn shard_blocks(&self, index: u64) -> Range<u64> {
         let Range { start, end } = self.job.blocks();
         // (t - s) i / k is at most t - s, and 128 bits hold the product.
@@ -82,7 +83,7 @@ impl<'a> ShardedRun<'a> {
             let i = i.min(self.shards);
             start + (u128::from(end - start) * u128::from(i) / u128::from(self.shards)) as u64
         };
-        cut(index)..cut(index + 1)
+        cut(index)..cut(index.saturating_add(1))
     }
 
     /// The file of shard `index`: `shard-INDEX-of-K.hints` in the work directory.

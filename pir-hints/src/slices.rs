@@ -23,19 +23,26 @@ pub fn block_slices(
         )));
     }
     let len = u128::from(blocks.end - blocks.start);
+    // More parts than blocks split exactly as one part per block would: the boundaries
+    // `len i / parts` then take every value below `len`, the same set as with `len` parts.
+    // Capping `parts` keeps the loop and the list within the number of blocks.
+    let parts = (parts as u128).min(len) as u64;
     let boundary = |i: u64| -> u64 {
         // len * i / parts <= len, so the sum is at most blocks.end; 128 bits hold the product.
-        let even = blocks.start + (len * u128::from(i) / parts as u128) as u64;
+        let even = blocks.start + (len * u128::from(i) / u128::from(parts)) as u64;
         (even / align * align).max(blocks.start)
     };
-    let mut slices = Vec::with_capacity(parts);
+    let mut slices = Vec::new();
+    slices
+        .try_reserve(usize::try_from(parts).unwrap_or(usize::MAX))
+        .map_err(|_| {
+            Error::Parameter(format!(
+                "{parts} slices of blocks {blocks:?} do not fit in memory"
+            ))
+        })?;
     let mut start = blocks.start;
-    for i in 1..=parts as u64 {
-        let end = if i == parts as u64 {
-            blocks.end
-        } else {
-            boundary(i)
-        };
+    for i in 1..=parts {
+        let end = if i == parts { blocks.end } else { boundary(i) };
         if end > start {
             slices.push(start..end);
             start = end;

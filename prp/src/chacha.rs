@@ -132,9 +132,11 @@ impl<R: Rounds> ChaCha<R> {
     }
 }
 
-/// Checks that blocks `counter .. counter + blocks` exist (the block counter is 32 bits).
+/// Checks that blocks `counter .. counter + blocks` exist (the block counter is 32 bits), for
+/// any `blocks` (a sum past `u64::MAX` included).
 pub(crate) fn check_block_range(counter: u32, blocks: u64) -> Result<(), Error> {
-    if u64::from(counter) + blocks > 1 << 32 {
+    let end = u64::from(counter).checked_add(blocks);
+    if end.is_none_or(|end| end > 1 << 32) {
         return Err(Error::CounterOverflow { counter, blocks });
     }
     Ok(())

@@ -21,7 +21,8 @@ pub mod tags {
 }
 
 /// `derive(parent, label, index) = SHA-256(parent || label || 0x00 || index as u64 LE)`: a
-/// child key for one use of a parent key.
+/// child key for one use of a parent key. The hasher, which holds the parent key's bytes,
+/// wipes its state when it is dropped.
 ///
 /// ```
 /// use prp::{Key, derive};
@@ -45,6 +46,12 @@ pub fn derive(parent: &Key, label: &str, index: u64) -> Key {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_hasher_wipes_the_parent_key() {
+        fn wiped_on_drop<T: zeroize::ZeroizeOnDrop>() {}
+        wiped_on_drop::<Sha256>();
+    }
 
     #[test]
     fn tags_spell_their_names() {

@@ -10,6 +10,7 @@ use crate::key::Key;
 use crate::pmns::Pmns;
 use crate::recurse::{DEFAULT_LAMBDA, SometimesRecurse};
 use crate::swap_or_not::Permutation;
+use zeroize::{Zeroize, ZeroizeOnDrop};
 
 /// An invertible PRF from `[0, m)` to `[0, w)`, `w` a power of two: every output `y` has the
 /// preimages `{ P^-1(z) : z in S^-1(y) }`, found without searching the domain.
@@ -89,10 +90,22 @@ impl<R: Rounds> Iprf<R> {
 
 /// The whole-domain tables of an iPRF, from [`crate::Evaluator::iprf_tables`]: `P^-1` for all
 /// of `[0, m)` and the PMNS range of every bin. Bin `y`'s preimages are then one slice.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// The tables give away every value of the keyed function, as the key would: `Debug` shows
+/// their sizes only, and they are zeroed on drop.
+#[derive(Clone, PartialEq, Eq, Zeroize, ZeroizeOnDrop)]
 pub struct IprfTables {
     inverse_permutation: Vec<u32>,
     boundaries: Vec<u64>,
+}
+
+impl std::fmt::Debug for IprfTables {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IprfTables")
+            .field("domain", &self.inverse_permutation.len())
+            .field("bins", &self.boundaries.len().saturating_sub(1))
+            .finish_non_exhaustive()
+    }
 }
 
 impl IprfTables {
