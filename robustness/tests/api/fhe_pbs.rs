@@ -27,8 +27,8 @@ use fhe_pbs::{
     BlindRotationMode, BootstrapKey, Bootstrapper, ClientKey, Cpu, Csprng, DecompositionParams,
     Error, EvaluationKeys, GlweCiphertext, GlweDimension, GlweSecretKey, GroupingFactor,
     KeyswitchKey, LookupTable, LweCiphertext, LweDimension, LweSecretKey, ModulusSwitchType,
-    MultiBitBootstrapKey, NoiseDistribution, PARAM_TEST_INSECURE, ParameterSpec, Parameters,
-    PolynomialSize, fft::NegacyclicFft,
+    MultiBitBootstrapKey, NoiseDistribution, ParameterSpec, Parameters, PolynomialSize,
+    fft::NegacyclicFft,
 };
 use proptest::prelude::*;
 
@@ -105,8 +105,11 @@ fn assert_send_sync<T: Send + Sync>() {}
 fn backends_and_keys_are_send_and_sync() {
     assert_send_sync::<Cpu>();
     assert_send_sync::<fhe_pbs::Backend>();
-    assert_send_sync::<fhe_pbs::Cuda>();
-    assert_send_sync::<fhe_pbs::DeviceLweCiphertexts>();
+    #[cfg(feature = "cuda")]
+    {
+        assert_send_sync::<fhe_pbs::Cuda>();
+        assert_send_sync::<fhe_pbs::DeviceLweCiphertexts>();
+    }
     assert_send_sync::<EvaluationKeys>();
     assert_send_sync::<ClientKey>();
     assert_send_sync::<LookupTable>();
@@ -680,6 +683,7 @@ fn debug_and_errors_hide_the_secrets() {
 }
 
 /// GPU tests: one backend shared by 8 threads, and a batch that runs out of GPU memory.
+#[cfg(feature = "cuda")]
 mod gpu {
     use super::*;
     use fhe_pbs::{Cuda, Engine};
@@ -691,7 +695,8 @@ mod gpu {
     #[test]
     #[ignore = "requires a CUDA GPU"]
     fn eight_threads_share_one_backend() {
-        let params = PARAM_TEST_INSECURE;
+        let _lock = crate::kernels::gpu_lock();
+        let params = fhe_pbs::PARAM_TEST_INSECURE;
         let mut rng = Csprng::from_seed([8; 32]);
         let client = ClientKey::generate(params, &mut rng);
         let keys = EvaluationKeys::generate(&client, &mut rng);
@@ -758,7 +763,8 @@ mod gpu {
     #[test]
     #[ignore = "requires a CUDA GPU"]
     fn chunk_limits_and_uploads_at_the_edges() {
-        let params = PARAM_TEST_INSECURE;
+        let _lock = crate::kernels::gpu_lock();
+        let params = fhe_pbs::PARAM_TEST_INSECURE;
         let mut rng = Csprng::from_seed([10; 32]);
         let client = ClientKey::generate(params, &mut rng);
         let keys = EvaluationKeys::generate(&client, &mut rng);
@@ -814,7 +820,8 @@ mod gpu {
     #[test]
     #[ignore = "requires a CUDA GPU"]
     fn out_of_memory_mid_batch_is_an_error_and_the_next_call_succeeds() {
-        let params = PARAM_TEST_INSECURE;
+        let _lock = crate::kernels::gpu_lock();
+        let params = fhe_pbs::PARAM_TEST_INSECURE;
         let mut rng = Csprng::from_seed([9; 32]);
         let client = ClientKey::generate(params, &mut rng);
         let keys = EvaluationKeys::generate(&client, &mut rng);
@@ -828,7 +835,7 @@ mod gpu {
         // A small batch first, so that the backend is warm (kernels loaded, buffers cached).
         let warm = cuda.keyswitch_bootstrap_batch(&batch[..4], &lut).unwrap();
         assert_eq!(client.decrypt(&warm[3]), Ok(12));
-        let ballast = crate::msm::gpu::fill_gpu(cuda.gpu());
+        let ballast = crate::kernels::fill_device_memory(cuda.gpu(), 16 << 20);
         match cuda.keyswitch_bootstrap_batch(&batch, &lut) {
             Err(Error::Gpu(failure)) => match failure.inner() {
                 kernels::GpuError::OutOfMemory { requested, free } => {

@@ -91,8 +91,7 @@ fn includes_are_found_in_odd_sources() {
 // GPU tests and the helpers the other modules' GPU tests share.
 
 /// Held by every GPU test of this binary's modules: one of them fills the device memory on
-/// purpose, which would make the others fail if they ran meanwhile. (Run the binary's GPU tests
-/// with `--test-threads=1` too, since other modules' tests may not take it.)
+/// purpose, which would make the others fail if they ran meanwhile.
 pub(crate) fn gpu_lock() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())

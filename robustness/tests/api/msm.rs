@@ -27,11 +27,14 @@ fn assert_send_sync<T: Send + Sync>() {}
 fn backends_and_contexts_are_send_and_sync() {
     assert_send_sync::<Cpu>();
     assert_send_sync::<Error>();
-    assert_send_sync::<msm::Cuda>();
-    assert_send_sync::<msm::Backend>();
-    assert_send_sync::<msm::MsmContext<ark_bls12_381::g1::Config>>();
-    assert_send_sync::<msm::MsmContext<ark_bn254::g2::Config>>();
-    assert_send_sync::<msm::DeviceScalars<msm::Fr>>();
+    #[cfg(feature = "cuda")]
+    {
+        assert_send_sync::<msm::Backend>();
+        assert_send_sync::<msm::Cuda>();
+        assert_send_sync::<msm::MsmContext<ark_bls12_381::g1::Config>>();
+        assert_send_sync::<msm::MsmContext<ark_bn254::g2::Config>>();
+        assert_send_sync::<msm::DeviceScalars<msm::Fr>>();
+    }
 }
 
 /// The sum `sum_i s_i P_i` by one scalar multiplication per point: the oracle.
@@ -137,6 +140,7 @@ fn window_widths_out_of_range_are_errors() {
             (1..=MAX_WINDOW_BITS).contains(&bits),
             "{points} points: {bits}"
         );
+        #[cfg(feature = "cuda")]
         for shifted in [false, true] {
             let bits = msm::default_gpu_window_bits(points, shifted);
             assert!((1..=msm::MAX_GPU_WINDOW_BITS).contains(&bits));
@@ -207,8 +211,8 @@ fn degenerate_inputs_sum_to_the_identity() {
 }
 
 /// GPU tests: one backend and one context shared by 8 threads, and out-of-memory faults.
-pub(crate) mod gpu {
-    use std::sync::Arc;
+#[cfg(feature = "cuda")]
+mod gpu {
 
     use super::*;
     use msm::{ContextOptions, Cuda};
@@ -220,6 +224,7 @@ pub(crate) mod gpu {
     #[test]
     #[ignore = "requires a CUDA GPU"]
     fn eight_threads_share_one_backend_and_one_context() {
+        let _lock = crate::kernels::gpu_lock();
         let cuda = Cuda::new().unwrap();
         let (bases, _) = inputs::<G1>(&vec![0u8; 4099], 10);
         let context = cuda.context(&bases, ContextOptions::default()).unwrap();
@@ -254,6 +259,7 @@ pub(crate) mod gpu {
     #[test]
     #[ignore = "requires a CUDA GPU"]
     fn context_options_at_the_edges() {
+        let _lock = crate::kernels::gpu_lock();
         let cuda = Cuda::new().unwrap();
         let (bases, scalars) = inputs::<G1>(&[0, 1, 2, 3, 4, 5, 0, 0, 0], 12);
         let expected = plain_sum(&bases, &scalars);
@@ -308,17 +314,6 @@ pub(crate) mod gpu {
         check_errors::<ark_bn254::g2::Config>(&cuda);
     }
 
-    /// Holds all but at most a few MiB of the GPU's free memory until dropped (the largest
-    /// allocation that succeeds of the free bytes less 1, 4 or 16 MiB). Shared with the
-    /// `fhe_pbs` module's GPU tests.
-    pub(crate) fn fill_gpu(gpu: &Arc<kernels::Gpu>) -> kernels::DeviceBuffer<u8> {
-        let free = gpu.free_memory().unwrap();
-        [1usize << 20, 4 << 20, 16 << 20]
-            .into_iter()
-            .find_map(|leave| gpu.alloc_zeroed::<u8>(free.saturating_sub(leave)).ok())
-            .unwrap()
-    }
-
     /// The GPU runs out of memory in the middle of a run (the context's scratch, allocated at
     /// its first MSM, no longer fits: 16-bit windows need about 100 MB of buckets whatever
     /// the chunk): an error with the numbers, then, with the memory back, the same context
@@ -327,6 +322,7 @@ pub(crate) mod gpu {
     #[test]
     #[ignore = "requires a CUDA GPU"]
     fn out_of_memory_mid_run_is_an_error_and_the_next_call_succeeds() {
+        let _lock = crate::kernels::gpu_lock();
         let cuda = Cuda::new().unwrap();
         let (bases, scalars) = inputs::<G1>(&vec![0u8; 3001], 11);
         let expected = Cpu::new().msm(&bases, &scalars).unwrap();
@@ -335,7 +331,7 @@ pub(crate) mod gpu {
             ..Default::default()
         };
         let context = cuda.context(&bases, options).unwrap();
-        let ballast = fill_gpu(cuda.gpu());
+        let ballast = crate::kernels::fill_device_memory(cuda.gpu(), 16 << 20);
         match context.msm(&scalars) {
             Err(Error::Gpu(kernels::GpuError::OutOfMemory { requested, free })) => {
                 assert!(requested > free, "requested {requested}, free {free}");
