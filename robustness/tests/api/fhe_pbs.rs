@@ -32,6 +32,8 @@ use fhe_pbs::{
 };
 use proptest::prelude::*;
 
+use crate::assert_send_sync;
+
 /// Sizes whose words cannot be allocated (their bytes overflow or pass `isize::MAX`), so
 /// that a check forgotten would show as a panic rather than as a huge allocation.
 const BIG: [usize; 6] = [
@@ -97,8 +99,6 @@ fn tiny_keys() -> (ClientKey, EvaluationKeys) {
     let keys = EvaluationKeys::generate(&client, &mut rng);
     (client, keys)
 }
-
-fn assert_send_sync<T: Send + Sync>() {}
 
 /// Backends, contexts, keys and the errors cross threads and are shared between them.
 #[test]

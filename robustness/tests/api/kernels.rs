@@ -16,7 +16,7 @@ use kernels::source::{COMMON, Module};
 use kernels::{DeviceBuffer, DeviceInfo, Gpu, GpuError, Grid, Kernel, PinnedBuffer};
 use proptest::prelude::*;
 
-fn assert_send_sync<T: Send + Sync>() {}
+use crate::assert_send_sync;
 
 #[test]
 fn runtime_types_are_send_and_sync() {

@@ -8,3 +8,6 @@ mod merkle;
 mod msm;
 mod pir_hints;
 mod prp;
+
+/// Compiles only when `T` may cross threads and be shared between them.
+fn assert_send_sync<T: Send + Sync>() {}

@@ -10,7 +10,7 @@ use merkle::{
 };
 use proptest::prelude::*;
 
-fn assert_send_sync<T: Send + Sync>() {}
+use crate::assert_send_sync;
 
 #[test]
 fn backends_and_trees_are_send_and_sync() {

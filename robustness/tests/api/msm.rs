@@ -18,9 +18,9 @@ use ark_std::rand::rngs::StdRng;
 use msm::{Cpu, Error, MAX_WINDOW_BITS, MsmBackend, MsmCurve};
 use proptest::prelude::*;
 
-type Scalar<C> = <C as ark_ec::CurveConfig>::ScalarField;
+use crate::assert_send_sync;
 
-fn assert_send_sync<T: Send + Sync>() {}
+type Scalar<C> = <C as ark_ec::CurveConfig>::ScalarField;
 
 /// Every backend and context type crosses threads and is shared between them.
 #[test]

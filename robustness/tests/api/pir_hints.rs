@@ -14,7 +14,7 @@ use pir_hints::{
 };
 use proptest::prelude::*;
 
-fn assert_send_sync<T: Send + Sync>() {}
+use crate::assert_send_sync;
 
 #[test]
 fn backends_and_hint_types_are_send_and_sync() {

@@ -4,13 +4,13 @@
 #![allow(clippy::unwrap_used)]
 
 use proptest::prelude::*;
+
+use crate::assert_send_sync;
 use prp::{
     BLOCK_BYTES, ChaCha8, ChaCha20, Cpu, Error, Evaluator, Iprf, IprfTables, Key, Keystream,
     MAX_BALLS, MAX_BINS, MAX_ROUNDS, MAX_TABLE_DOMAIN, Permutation, Pmns, R8, SometimesRecurse,
     SwapOrNot, derive, stage_rounds,
 };
-
-fn assert_send_sync<T: Send + Sync>() {}
 
 #[test]
 fn backends_and_keyed_types_are_send_and_sync() {
