@@ -97,9 +97,24 @@ pub(crate) fn gpu_lock() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// Device memory held by [`fill_device_memory`]; dropping it frees the buffers and synchronizes
+/// the device, so that the stream-ordered memory pool hands the memory back to the device (and
+/// to other processes, such as the faulting test's child) rather than keeping it reserved.
+pub(crate) struct Ballast<'a> {
+    gpu: &'a Gpu,
+    held: Vec<DeviceBuffer<u8>>,
+}
+
+impl Drop for Ballast<'_> {
+    fn drop(&mut self) {
+        self.held.clear();
+        self.gpu.synchronize().unwrap();
+    }
+}
+
 /// Device buffers that hold all but at most `leave` bytes of `gpu`'s free memory, so that the
 /// next allocation larger than `leave` fails. Dropping them gives the memory back.
-pub(crate) fn fill_device_memory(gpu: &Gpu, leave: usize) -> Vec<DeviceBuffer<u8>> {
+pub(crate) fn fill_device_memory(gpu: &Gpu, leave: usize) -> Ballast<'_> {
     let mut held = Vec::new();
     let mut chunk = 1usize << 32;
     while chunk >= 1 << 16 {
@@ -113,15 +128,23 @@ pub(crate) fn fill_device_memory(gpu: &Gpu, leave: usize) -> Vec<DeviceBuffer<u8
             Err(other) => panic!("filling the device: {other}"),
         }
     }
-    held
+    Ballast { gpu, held }
 }
 
+/// Free memory under which an allocation may fail whatever its size: the stream-ordered pool
+/// takes memory from the device in pages of 2 MiB and more (measured on an H100: 40 bytes
+/// refused with 8 MiB free, 16.4 MB with 16.8 MB free).
+const POOL_SLACK: usize = 64 << 20;
+
 /// Asserts that `error` is an out-of-memory error whose numbers say why: more requested than
-/// free.
+/// free, or so little free that the pool could not serve any request.
 pub(crate) fn assert_out_of_memory(error: &GpuError) {
     match error {
         GpuError::OutOfMemory { requested, free } => {
-            assert!(requested > free, "{requested} bytes requested, {free} free");
+            assert!(
+                requested > free || *free < POOL_SLACK,
+                "{requested} bytes requested, {free} free"
+            );
         }
         other => panic!("expected OutOfMemory, got {other:?}"),
     }

@@ -311,8 +311,8 @@ mod gpu {
         let cuda = Cuda::new().unwrap();
         // Compile the kernels while memory is free.
         MerkleTree::build(&cuda, &random_digests(4)).unwrap();
-        let leaves = random_digests(1 << 19); // 16 MiB of leaves, 32 MiB of nodes
-        let held = fill_device_memory(cuda.gpu(), 8 << 20);
+        let leaves = random_digests(1 << 21); // 64 MiB of leaves, 128 MiB of nodes
+        let held = fill_device_memory(cuda.gpu(), 64 << 20);
         match MerkleTree::build_batch(&cuda, &leaves, 4) {
             Err(Error::Gpu(error)) => assert_out_of_memory(&error),
             other => panic!("expected an out-of-memory error, got {other:?}"),

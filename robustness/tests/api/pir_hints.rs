@@ -573,10 +573,10 @@ mod gpu {
         );
         drop(resident);
 
-        // With the device full but for 8 MiB, a 64 MiB database either goes through in pieces
-        // that fit or fails with the numbers; a small job works either way, and once the
-        // memory is back the large one gives the CPU's hints.
-        let big = Params::new(Scheme::Rms24, 1 << 21, 32)
+        // With the device full but for 64 MiB, a 256 MiB database either goes through in
+        // pieces that fit or fails with the numbers; a small job works either way, and once
+        // the memory is back the large one gives the CPU's hints.
+        let big = Params::new(Scheme::Rms24, 1 << 23, 32)
             .unwrap()
             .with_hints(1000, 100)
             .unwrap();
@@ -584,7 +584,7 @@ mod gpu {
         let big_db = Database::new(&big_bytes, big.entry_size()).unwrap();
         let big_job = Job::new(big, &key);
         let big_expected = Cpu.generate(&big_job, &big_db).unwrap();
-        let held = fill_device_memory(&cuda.gpus()[0], 8 << 20);
+        let held = fill_device_memory(&cuda.gpus()[0], 64 << 20);
         match cuda.generate(&big_job, &big_db) {
             Ok(hints) => assert_eq!(hints, big_expected),
             Err(Error::Gpu(error)) => assert_out_of_memory(&error),

@@ -396,13 +396,13 @@ mod gpu {
         let mut warm = vec![0u64; 1000];
         cuda.forward_batch(&prp, &mut warm).unwrap();
         cuda.fill_keystream(&stream, 0, &mut [0u8; 100]).unwrap();
+        let mut digest_buffer = cuda.gpu().alloc_zeroed::<u8>(64).unwrap();
         let held = fill_device_memory(cuda.gpu(), 8 << 20);
         // A whole-domain table needs 16 MiB of device memory and more: refused with numbers.
         match cuda.inverse_table(&prp) {
             Err(Error::Gpu(error)) => assert_out_of_memory(&error),
             other => panic!("expected an out-of-memory error, got {other:?}"),
         }
-        let mut digest_buffer = cuda.gpu().alloc_zeroed::<u8>(64).unwrap();
         cuda.fill_keystream_device(&stream, 5, &mut digest_buffer)
             .unwrap();
         drop(held);
