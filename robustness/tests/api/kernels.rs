@@ -235,7 +235,7 @@ fn out_of_memory_says_how_much_and_the_gpu_still_works() {
     // The device full but for 16 MiB: a 64 MiB allocation fails with the numbers, a small
     // kernel still runs, and once the memory is back the large one works.
     let held = fill_device_memory(&gpu, 16 << 20);
-    assert!(!held.is_empty());
+    assert!(!held.held.is_empty());
     let big = 16 << 20; // words: 64 MiB
     assert_out_of_memory(
         &fill_on(&gpu, &kernel, big, 5, Grid::cover(big as u64, 256)).unwrap_err(),
