@@ -97,9 +97,10 @@ pub(crate) fn gpu_lock() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Device memory held by [`fill_device_memory`]; dropping it frees the buffers and synchronizes
-/// the device, so that the stream-ordered memory pool hands the memory back to the device (and
-/// to other processes, such as the faulting test's child) rather than keeping it reserved.
+/// Device memory held by [`fill_device_memory`]; dropping it frees the buffers and releases the
+/// memory pool's cache ([`Gpu::release_cached_memory`]), so that the memory goes back to the
+/// device (and to other processes, such as the faulting test's child) rather than staying
+/// reserved for this process.
 pub(crate) struct Ballast<'a> {
     gpu: &'a Gpu,
     held: Vec<DeviceBuffer<u8>>,
@@ -108,7 +109,7 @@ pub(crate) struct Ballast<'a> {
 impl Drop for Ballast<'_> {
     fn drop(&mut self) {
         self.held.clear();
-        self.gpu.synchronize().unwrap();
+        self.gpu.release_cached_memory().unwrap();
     }
 }
 
@@ -327,6 +328,9 @@ fn a_faulting_kernel_is_an_error_never_a_hang() {
         return;
     }
     let _lock = gpu_lock();
+    // What earlier tests of this process freed stays in its memory pool: give it back, so that
+    // the child can allocate.
+    Gpu::first().unwrap().release_cached_memory().unwrap();
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
