@@ -13,11 +13,12 @@
 //!   bin (the entry's offset), its hint, and XORs the entry into that hint. Every hint is hit
 //!   once per block, so no atomics are needed.
 //!
-//! Several GPUs split both schemes by blocks ([`crate::block_slices`]): each GPU holds only
-//! its slice of the database, computes every hint's subset, and makes its blocks' part of
-//! every hint's parities, in a host thread of its own; the parts are XORed on the host (one
-//! pass over the hint set per GPU, in parallel). Databases larger than a GPU's free memory
-//! are uploaded in block ranges.
+//! Several GPUs split both schemes by blocks ([`crate::block_slices`]): first each GPU makes
+//! the subset summaries (16 bytes each) of a range of the hints, and every GPU gets them all
+//! through the host; then each GPU holds only its slice of the database and makes its blocks'
+//! part of every hint's parities, in a host thread of its own; the parts are XORed on the
+//! host (one pass over the hint set per GPU, in parallel). Databases larger than a GPU's free
+//! memory are uploaded in block ranges.
 
 #![allow(unsafe_code)]
 
@@ -247,8 +248,9 @@ impl Cuda {
     /// [`Cuda::synthetic_slices`] or [`Cuda::upload_database`]), every slice on its own GPU at
     /// once, each in a host thread; the slices' parts are XORed on the host. Only the job's
     /// blocks inside each slice are used; the slices must together hold the job's blocks,
-    /// each block once. Returns the hints and each slice's seconds (its subsets, gather or
-    /// scatter, and download), for speed-up figures.
+    /// each block once. With several slices, their GPUs first make the subset summaries
+    /// between them (each a range of hints). Returns the hints and each slice's seconds (the
+    /// shared subsets, then its gather or scatter and download), for speed-up figures.
     pub fn generate_slices(
         &self,
         job: &Job<'_>,
@@ -267,14 +269,23 @@ impl Cuda {
                 job.blocks()
             )));
         }
+        // Several GPUs make the subset summaries between them, each a range of hints.
+        let start = std::time::Instant::now();
+        let shared = if slices.len() > 1 {
+            Some(shared_summaries(job, slices.iter().map(|db| &db.gpu))?)
+        } else {
+            None
+        };
+        let summaries_seconds = start.elapsed().as_secs_f64();
+        let shared = shared.as_deref();
         let parts: Vec<Result<(Option<Part>, f64), Error>> = std::thread::scope(|scope| {
             let handles: Vec<_> = slices
                 .iter()
                 .map(|db| {
                     scope.spawn(move || {
                         let start = std::time::Instant::now();
-                        let part = resident_part(job, db, &|_| {})?;
-                        Ok((part, start.elapsed().as_secs_f64()))
+                        let part = resident_part(job, db, shared, &|_| {})?;
+                        Ok((part, summaries_seconds + start.elapsed().as_secs_f64()))
                     })
                 })
                 .collect();
@@ -310,7 +321,7 @@ impl Cuda {
             )));
         }
         let mut hints = job.empty_hints();
-        if let Some(part) = resident_part(job, db, progress)? {
+        if let Some(part) = resident_part(job, db, None, progress)? {
             part.store(&mut hints);
         }
         Ok(hints)
@@ -360,11 +371,40 @@ fn intersect(a: Range<u64>, b: Range<u64>) -> Range<u64> {
     start..a.end.min(b.end).max(start)
 }
 
-/// The part of every hint of `job` that the job's blocks inside `db` make, on `db`'s GPU;
-/// `None` if the job has no blocks there.
+/// Every hint's subset summary, made by `gpus` between them (contiguous ranges of hints, each
+/// GPU in a host thread) and brought to the host, so that no GPU makes them all.
+fn shared_summaries<'g>(
+    job: &Job<'_>,
+    gpus: impl ExactSizeIterator<Item = &'g Arc<Gpu>>,
+) -> Result<Vec<HintSummary>, Error> {
+    let total = job.params().total_hints();
+    if total == 0 {
+        return Ok(Vec::new());
+    }
+    let ranges = block_slices(0..total, gpus.len(), 1)?;
+    let parts: Vec<Result<Vec<HintSummary>, Error>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = ranges
+            .into_iter()
+            .zip(gpus)
+            .map(|(hints, gpu)| {
+                scope.spawn(move || Ok(Worker::new(gpu, job)?.summaries(hints)?.to_host()?))
+            })
+            .collect();
+        handles.into_iter().map(join_worker).collect()
+    });
+    let mut all = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
+    for part in parts {
+        all.extend(part?);
+    }
+    Ok(all)
+}
+
+/// The part of every hint of `job` that the job's blocks inside `db` make, on `db`'s GPU,
+/// from `shared` summaries if given (else made there); `None` if the job has no blocks there.
 fn resident_part(
     job: &Job<'_>,
     db: &DeviceDatabase,
+    shared: Option<&[HintSummary]>,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Option<Part>, Error> {
     let blocks = intersect(job.blocks(), db.blocks.clone());
@@ -372,11 +412,12 @@ fn resident_part(
         return Ok(None);
     }
     let worker = Worker::new(&db.gpu, job)?;
+    let summaries = worker.all_summaries(shared)?;
     let part = match job.params().scheme() {
-        Scheme::Rms24 => {
-            worker.rms24(&mut |gather| gather(&db.bytes, db.shape(), blocks.clone(), progress))?
-        }
-        Scheme::Plinko => worker.plinko(blocks, &mut |blocks, scatter| {
+        Scheme::Rms24 => worker.rms24(summaries, &mut |gather| {
+            gather(&db.bytes, db.shape(), blocks.clone(), progress)
+        })?,
+        Scheme::Plinko => worker.plinko(summaries, blocks, &mut |blocks, scatter| {
             for a in blocks {
                 scatter(a, &db.bytes, db.shape())?;
                 progress(1);
@@ -412,6 +453,13 @@ impl HintGenerator for Cuda {
         db.check(job.params())?;
         let params = *job.params();
         let pieces = block_slices(job.blocks(), self.gpus.len(), 1)?;
+        // Several GPUs make the subset summaries between them, each a range of hints.
+        let shared = if pieces.len() > 1 {
+            Some(shared_summaries(job, self.gpus.iter().take(pieces.len()))?)
+        } else {
+            None
+        };
+        let shared = shared.as_deref();
         let parts: Vec<Result<Part, Error>> = std::thread::scope(|scope| {
             let handles: Vec<_> = pieces
                 .into_iter()
@@ -420,10 +468,11 @@ impl HintGenerator for Cuda {
                 .map(|(index, (piece, gpu))| {
                     scope.spawn(move || {
                         let worker = Worker::new(gpu, job)?;
+                        let summaries = worker.all_summaries(shared)?;
                         if params.scheme() == Scheme::Rms24 {
                             // Every GPU gathers every hint over its blocks: the first GPU's
                             // last range reports the hints.
-                            worker.rms24(&mut |gather| {
+                            worker.rms24(summaries, &mut |gather| {
                                 upload_in_ranges(
                                     gpu,
                                     &params,
@@ -440,7 +489,7 @@ impl HintGenerator for Cuda {
                                 )
                             })
                         } else {
-                            worker.plinko(piece.clone(), &mut |blocks, scatter| {
+                            worker.plinko(summaries, piece.clone(), &mut |blocks, scatter| {
                                 upload_in_ranges(
                                     gpu,
                                     &params,
@@ -618,16 +667,29 @@ impl<'a> Worker<'a> {
         Ok(out)
     }
 
-    /// RMS24's part of every hint from the blocks that `passes` feeds: subsets, then `passes`
-    /// runs the returned gather over database rows (once, or per uploaded range).
+    /// Every hint's subset summary on this worker's GPU: `shared` uploaded (summaries that
+    /// several GPUs made between them, [`shared_summaries`]), or made here.
+    fn all_summaries(
+        &self,
+        shared: Option<&[HintSummary]>,
+    ) -> Result<DeviceBuffer<HintSummary>, Error> {
+        match shared {
+            Some(summaries) => Ok(self.gpu.upload(summaries)?),
+            None => self.summaries(0..self.params.total_hints()),
+        }
+    }
+
+    /// RMS24's part of every hint from the blocks that `passes` feeds, given every hint's
+    /// subset summary: `passes` runs the returned gather over database rows (once, or per
+    /// uploaded range).
     fn rms24(
         &self,
+        summaries: DeviceBuffer<HintSummary>,
         passes: &mut dyn FnMut(&mut Gather<'_>) -> Result<(), Error>,
     ) -> Result<Part, Error> {
         let params = self.params;
         let hints = 0..params.total_hints();
         let words = parity_words(params.entry_size());
-        let summaries = self.summaries(hints.clone())?;
         let count = hints.end - hints.start;
         let second_base = hints.start.max(params.main_hints());
         let backups = hints.end.saturating_sub(second_base);
@@ -688,13 +750,17 @@ impl<'a> Worker<'a> {
         Part::download(&summaries, (&parity, &second), hints, params.entry_size())
     }
 
-    /// Plinko over blocks `blocks`: subsets of every hint, then `stream` feeds the blocks'
-    /// rows to the returned scatter, block by block.
-    fn plinko(&self, blocks: Range<u64>, stream: &mut BlockStream<'_>) -> Result<Part, Error> {
+    /// Plinko over blocks `blocks`, given every hint's subset summary: `stream` feeds the
+    /// blocks' rows to the returned scatter, block by block.
+    fn plinko(
+        &self,
+        summaries: DeviceBuffer<HintSummary>,
+        blocks: Range<u64>,
+        stream: &mut BlockStream<'_>,
+    ) -> Result<Part, Error> {
         let params = self.params;
         let words = parity_words(params.entry_size());
         let m = params.total_hints();
-        let summaries = self.summaries(0..m)?;
         let mut parity = self
             .gpu
             .alloc_zeroed::<u32>((m * u64::from(words)) as usize)?;
