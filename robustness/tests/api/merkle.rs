@@ -138,7 +138,12 @@ proptest! {
             Err(Error::MalformedProof { .. }) => prop_assert!(path.is_empty() || path.len() >= 64),
             Err(Error::IndexOutOfRange { .. }) => prop_assert!(path.len() < 64 && index >> path.len() != 0),
             Err(Error::InvalidProof) => {}
-            other => panic!("{other:?}"),
+            // The made-up path is the true one (2 leaves, digest(0) and digest(1)).
+            Ok(()) => {
+                prop_assert_eq!(tree.leaves().get(index), Some(&digest(0)));
+                prop_assert_eq!(tree.prove(index).ok(), Some(path.clone()));
+            }
+            Err(other) => panic!("{other:?}"),
         }
     }
 
