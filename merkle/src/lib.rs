@@ -18,9 +18,9 @@
 //!
 //! Every build goes through the [`MerkleBackend`] trait, implemented by [`Cpu`] (rayon),
 //! [`Cuda`] (feature `cuda`, on by default) and [`Backend`], which picks the GPU when one
-//! is usable. Results are identical on every backend. On the GPU Rp64_256 runs its tuned
-//! kernels (a quad of lanes per merge); the other hashers run one thread per hash with the
-//! state in registers, not yet tuned.
+//! is usable. Results are identical on every backend. On the GPU Rp64_256 and Rpo256 run the
+//! tuned lane kernels (a quad of lanes per merge); the other hashers run one thread per hash
+//! with the state in registers, not yet tuned.
 //!
 //! # Example
 //!
