@@ -265,7 +265,13 @@ impl<H: Hasher> DeviceTrees<H> {
     }
 
     /// The Merkle cap of height `height` of tree `tree`, copying only those nodes back.
+    /// Errors: [`Error::TreeOutOfRange`] past the last tree, [`Error::CapTooTall`] above the
+    /// tree's depth.
     pub fn cap(&self, tree: usize, height: u32) -> Result<Vec<Digest>, Error> {
+        let trees = self.tree_count();
+        if tree >= trees {
+            return Err(Error::TreeOutOfRange { tree, trees });
+        }
         let depth = self.leaves_per_tree.trailing_zeros();
         if height > depth {
             return Err(Error::CapTooTall { height, depth });

@@ -97,6 +97,14 @@ pub enum Error {
         /// Depth of the tree.
         depth: u32,
     },
+    /// A tree index past the end of a batch of trees.
+    #[error("tree {tree} is out of range for a batch of {trees} trees")]
+    TreeOutOfRange {
+        /// The tree asked for.
+        tree: usize,
+        /// Trees in the batch.
+        trees: usize,
+    },
     /// An error of the GPU runtime (no driver, compilation, launch, memory).
     #[error(transparent)]
     Gpu(#[from] kernels::GpuError),

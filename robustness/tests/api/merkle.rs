@@ -253,6 +253,46 @@ mod gpu {
             .collect()
     }
 
+    /// The device-tree entry points at the edges: tree indexes and cap heights past the end,
+    /// tree counts and row widths that do not divide the input, and empty inputs are errors;
+    /// the last tree's cap is the CPU's.
+    #[test]
+    #[ignore = "requires a CUDA GPU"]
+    fn device_trees_at_the_edges() {
+        let _lock = gpu_lock();
+        let cuda = Cuda::new().unwrap();
+        let leaves = random_digests(3 * 8);
+        let mut trees = cuda.upload_leaves(&leaves, 3).unwrap();
+        cuda.build_device(&mut trees).unwrap();
+        for tree in [3, 4, usize::MAX / 2, usize::MAX] {
+            assert!(matches!(
+                trees.cap(tree, 0),
+                Err(Error::TreeOutOfRange { trees: 3, .. })
+            ));
+        }
+        for height in [4, 64, u32::MAX] {
+            assert!(matches!(
+                trees.cap(2, height),
+                Err(Error::CapTooTall { depth: 3, .. })
+            ));
+        }
+        let expected = MerkleTree::build(&Cpu, &leaves[16..]).unwrap();
+        assert_eq!(trees.cap(2, 3).unwrap(), expected.cap(3).unwrap());
+        assert_eq!(trees.roots().unwrap()[2], *expected.root());
+        for count in [0, 5, 7, usize::MAX] {
+            assert!(cuda.upload_leaves(&leaves, count).is_err(), "{count} trees");
+        }
+        assert!(cuda.upload_leaves(&[], 1).is_err());
+        let elements: Vec<Felt> = (0..24).map(Felt::new).collect();
+        for width in [0, 5, 7, 24, usize::MAX] {
+            assert!(
+                cuda.hash_rows_to_device(&elements, width).is_err(),
+                "width {width}"
+            );
+        }
+        assert!(cuda.hash_rows_to_device(&[], 3).is_err());
+    }
+
     #[test]
     #[ignore = "requires a CUDA GPU"]
     fn eight_threads_share_one_backend() {
