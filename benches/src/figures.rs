@@ -742,6 +742,17 @@ mod tests {
         }
     }
 
+    /// The project's own page, as `check_benchmarks` checks it without options (CI runs this in
+    /// the test step, so it shares the test build instead of a build of the binary).
+    #[test]
+    fn the_project_page_is_consistent() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let page = std::fs::read_to_string(root.join("BENCHMARKS.md")).expect("BENCHMARKS.md");
+        let read = |path: &str| std::fs::read_to_string(root.join(path)).ok();
+        assert!(rows(&page).expect("its tables parse").len() > 30);
+        assert_eq!(check(&page, &read), Vec::<String>::new());
+    }
+
     #[test]
     fn a_row_tied_to_its_journal_passes() {
         assert_eq!(check(&page(GOOD), &read), Vec::<String>::new());
