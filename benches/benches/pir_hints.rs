@@ -9,6 +9,8 @@
 //!   the full 10.97M-hint run, so the full run takes 10.97M / rate. On a GPU with less memory
 //!   than the 73 GB database needs, the database shrinks to 2^30 entries and 2^15-entry
 //!   blocks, and the id says `2^30x2^15`.
+//! - `plinko/cuda/8-blocks`: the CPU ids' small Plinko shape on the GPU, host to host (the
+//!   `report` row's work);
 //! - `plinko/cuda/published-k-blocks`: the published Plinko shape (w = 2^17, 2^25 hints,
 //!   48-byte entries), over its first k blocks (rows generated on the GPU); the difference of
 //!   two k gives the time per block, the intercept the subsets of all hints.
@@ -88,6 +90,17 @@ fn cuda(c: &mut Criterion) {
         );
     }
     drop(db);
+
+    // The CPU ids' small Plinko shape, host database to host hints (the report's row).
+    let small = plinko_small();
+    let bytes = synthetic_database(1, small.entries(), small.entry_size()).unwrap();
+    let host_db = Database::new(&bytes, small.entry_size()).unwrap();
+    let job = small_job(small, &key);
+    group.throughput(Throughput::Elements(job.work().0));
+    group.bench_function(
+        BenchmarkId::new("plinko/cuda", format!("{PLINKO_SMALL_BLOCKS}-blocks")),
+        |b| b.iter(|| gpu.generate(&job, &host_db).unwrap()),
+    );
 
     let published = plinko_published();
     let db = gpu.synthetic_database(SEED, &published, 0..8).unwrap();

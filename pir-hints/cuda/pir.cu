@@ -375,15 +375,18 @@ RMS24_GATHER_KERNEL(pir_rms24_gather, u32)
 
 // Plinko, block `block`, one thread per PRP image z < m: hint j = P^-1(z) of the block's iPRF
 // takes entry (block, b), b the bin whose range [boundaries[b], boundaries[b + 1]) holds z.
+// The block's table and ranges are number `slot` of those given (m and bins + 1 values each).
 // Each hint is touched by exactly one thread, so the parities need no atomics.
 extern "C" __global__ void pir_plinko_scatter(ChaChaKey ks, u64 hints, u64 main_hints,
                                               const u32* inverse, const u64* boundaries, u64 bins,
-                                              const HintSummary* summaries, u64 block,
+                                              u64 slot, const HintSummary* summaries, u64 block,
                                               const u8* row_bytes, RowShape shape, u32* parity,
                                               u32* second) {
     const Rows rows = make_rows(row_bytes, shape);
     const u64 z = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (z >= hints) return;
+    inverse += slot * hints;
+    boundaries += slot * (bins + 1);
     const u64 hint = inverse[z];
     const HintSummary s = summaries[hint];
     if (!s.valid) return;

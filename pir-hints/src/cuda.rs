@@ -51,12 +51,12 @@ const RESERVED_BYTES: u64 = 1 << 30;
 /// Parity words a gather pass handles per hint (128 bytes, a word per lane of the hint's
 /// warp); wider entries take several passes.
 const COLUMN_WORDS: u32 = 32;
-/// Plinko jobs of at most this many hints (the iPRF's balls) get their bins' ranges from the
-/// host, [`HOST_BINS_BATCH`] blocks at a time in parallel: for so few balls the GPU's
-/// per-level launches, allocations and round trips cost more than the work.
-const HOST_BINS_MAX_HINTS: u64 = 1 << 16;
-/// Blocks whose bins' ranges the host makes at once (in parallel) for small Plinko jobs.
-const HOST_BINS_BATCH: u64 = 64;
+/// Plinko jobs of at most this many hints (the iPRF's balls) take their blocks in batches of
+/// [`SMALL_BATCH`] ([`BlockTables::small`]): for so few balls one block's iPRF keeps the GPU idle (its
+/// inverse table fills one thread block; its sampler's tree is launches and round trips).
+const SMALL_MAX_HINTS: u64 = 1 << 16;
+/// Blocks of a small Plinko job prepared at once.
+const SMALL_BATCH: u64 = 64;
 /// The largest number of blocks the subset kernel handles (its ranks are 32-bit).
 const MAX_GPU_BLOCKS: u64 = 1 << 32;
 
@@ -772,24 +772,27 @@ impl<'a> Worker<'a> {
         let main = params.main_hints();
         let w = params.block_size();
         let end = blocks.end;
-        let mut host_bins = HostBins::default();
+        let mut kept: Option<BlockTables> = None;
         stream(blocks, &mut |a, rows, shape| {
-            let iprf = self.key.block_iprf(&params, a)?;
-            let inverse = tables.inverse_table_device(iprf.prp())?;
-            let boundaries = if m <= HOST_BINS_MAX_HINTS {
-                self.gpu.upload(host_bins.get(self.key, &params, a, end)?)?
-            } else {
-                self.gpu.upload(&tables.bin_boundaries(iprf.pmns())?)?
+            let tables_of_a = match kept.take() {
+                Some(run) if run.blocks.contains(&a) => run,
+                _ if m <= SMALL_MAX_HINTS => {
+                    let run = a..a.saturating_add(SMALL_BATCH).min(end).max(a + 1);
+                    BlockTables::small(&tables, self.key, &params, run)?
+                }
+                _ => BlockTables::one(&tables, self.key, &params, a)?,
             };
+            let slot = a - tables_of_a.blocks.start;
             let launch = self
                 .gpu
                 .launch(&kernel, Grid::cover(m, THREADS))
                 .value(&self.select_key)
                 .value(&m)
                 .value(&main)
-                .buffer(&inverse)
-                .buffer(&boundaries)
+                .buffer(&tables_of_a.inverse)
+                .buffer(&tables_of_a.boundaries)
                 .value(&w)
+                .value(&slot)
                 .buffer(&summaries)
                 .value(&a)
                 .buffer(rows)
@@ -797,41 +800,62 @@ impl<'a> Worker<'a> {
                 .buffer_mut(&mut parity)
                 .buffer_mut(&mut second);
             // SAFETY: pir_plinko_scatter(ChaChaKey, u64 m, u64 main, const u32*, const u64*,
-            // u64 w, const HintSummary*, u64 a, const u8*, RowShape, u32*, u32*): `inverse`
-            // holds m hints below m, `boundaries` w + 1 values, `summaries` m entries, the
-            // parities m and q hints of `words` words; rows are read within shape.
+            // u64 w, u64 slot, const HintSummary*, u64 a, const u8*, RowShape, u32*, u32*):
+            // `inverse` holds m hints below m for each block of the batch and `boundaries`
+            // w + 1 values (slot < the batch's blocks), `summaries` m entries, the parities m
+            // and q hints of `words` words; rows are read within shape.
             unsafe { launch.run() }?;
+            kept = Some(tables_of_a);
             Ok(())
         })?;
         Part::download(&summaries, (&parity, &second), 0..m, params.entry_size())
     }
 }
 
-/// The bins' ranges of a batch of Plinko blocks made on the host, for small jobs
-/// ([`HOST_BINS_MAX_HINTS`]).
-#[derive(Default)]
-struct HostBins {
+/// The iPRF tables of a run of Plinko blocks on the device: block `blocks.start + slot`'s
+/// inverse permutation at `slot` of `inverse` (m values each) and its bins' ranges at `slot`
+/// of `boundaries` (w + 1 values each).
+struct BlockTables {
     blocks: Range<u64>,
-    boundaries: Vec<Vec<u64>>,
+    inverse: DeviceBuffer<u32>,
+    boundaries: DeviceBuffer<u64>,
 }
 
-impl HostBins {
-    /// Block `a`'s bins' ranges; when `a` is not in the batch, makes the next batch, blocks
-    /// `a .. min(a + HOST_BINS_BATCH, end)`, in parallel.
-    fn get(&mut self, key: &MasterKey, params: &Params, a: u64, end: u64) -> Result<&[u64], Error> {
-        if !self.blocks.contains(&a) {
-            let blocks = a..a.saturating_add(HOST_BINS_BATCH).min(end).max(a + 1);
-            self.boundaries = blocks
-                .clone()
-                .into_par_iter()
-                .map(|b| {
-                    let iprf = key.block_iprf(params, b)?;
-                    Ok(prp::Cpu.bin_boundaries(iprf.pmns())?)
-                })
-                .collect::<Result<_, Error>>()?;
-            self.blocks = blocks;
-        }
-        Ok(&self.boundaries[(a - self.blocks.start) as usize])
+impl BlockTables {
+    /// Block `a`'s tables, all made on the GPU.
+    fn one(tables: &prp::Cuda, key: &MasterKey, params: &Params, a: u64) -> Result<Self, Error> {
+        let iprf = key.block_iprf(params, a)?;
+        Ok(Self {
+            blocks: a..a + 1,
+            inverse: tables.inverse_table_device(iprf.prp())?,
+            boundaries: tables.gpu().upload(&tables.bin_boundaries(iprf.pmns())?)?,
+        })
+    }
+
+    /// The tables of blocks `blocks` of a small job ([`SMALL_MAX_HINTS`]): the iPRFs and the
+    /// bins' ranges made on the host in parallel, the inverse tables on the GPU at once.
+    fn small(
+        tables: &prp::Cuda,
+        key: &MasterKey,
+        params: &Params,
+        blocks: Range<u64>,
+    ) -> Result<Self, Error> {
+        let made: Vec<(prp::Iprf, Vec<u64>)> = blocks
+            .clone()
+            .into_par_iter()
+            .map(|b| {
+                let iprf = key.block_iprf(params, b)?;
+                let boundaries = prp::Cpu.bin_boundaries(iprf.pmns())?;
+                Ok((iprf, boundaries))
+            })
+            .collect::<Result<_, Error>>()?;
+        let prps: Vec<_> = made.iter().map(|(iprf, _)| iprf.prp()).collect();
+        let boundaries: Vec<u64> = made.iter().flat_map(|(_, b)| b.iter().copied()).collect();
+        Ok(Self {
+            blocks,
+            inverse: tables.inverse_tables_device(&prps)?,
+            boundaries: tables.gpu().upload(&boundaries)?,
+        })
     }
 }
 

@@ -7,6 +7,7 @@
 // swap_pairs                        one round applied to a whole-domain table (a gather).
 // small_rounds_R                    a run of rounds over domains of at most SMALL_DOMAIN values,
 //                                   in shared memory, by one thread block.
+// small_tables_R                    whole small-domain tables of several permutations, a block each.
 // look_up                           values[i] = table[values[i]].
 // identity                          table[i] = i.
 // pmns_split_R / pmns_children      one level of the sampler's tree.
@@ -120,16 +121,18 @@ extern "C" __global__ void swap_pairs(const u32* __restrict__ bits, u64 row, u64
 
 // Rounds ops[0 .. count), in order, over table[0 .. domain) for domains of at most
 // SMALL_DOMAIN values: one block of SMALL_THREADS threads keeps the table prefix in shared
-// memory and computes the swap bits of SMALL_OPS rounds at a time. Dynamic shared memory:
+// memory and computes the swap bits of SMALL_OPS rounds at a time. The table starts as the
+// identity when `from_identity`, else from its values in memory. Dynamic shared memory:
 // SMALL_DOMAIN * 4 + SMALL_OPS * SMALL_DOMAIN / 8 bytes.
 template <int R>
-__device__ void small_rounds(const ChaChaKey& key, const SmallRound* ops, u32 count, u32* table) {
+__device__ void small_rounds(const ChaChaKey& key, const SmallRound* ops, u32 count, u32* table,
+                             bool from_identity) {
     extern __shared__ u32 shared[];
     u32* values = shared;
     u32* bits = shared + SMALL_DOMAIN;
     u32 largest = 0;
     for (u32 i = 0; i < count; ++i) largest = max(largest, ops[i].domain);
-    for (u32 i = threadIdx.x; i < largest; i += blockDim.x) values[i] = table[i];
+    for (u32 i = threadIdx.x; i < largest; i += blockDim.x) values[i] = from_identity ? i : table[i];
     for (u32 first = 0; first < count; first += SMALL_OPS) {
         const u32 batch = min(SMALL_OPS, count - first);
         __syncthreads();
@@ -246,7 +249,15 @@ extern "C" __global__ void pmns_children(const u64* counts, const u64* left, u64
     }                                                                                            \
     extern "C" __global__ void __launch_bounds__(SMALL_THREADS)                                 \
         small_rounds_##R(ChaChaKey key, const SmallRound* ops, u32 count, u32* table) {         \
-        small_rounds<R>(key, ops, count, table);                                                 \
+        small_rounds<R>(key, ops, count, table, false);                                          \
+    }                                                                                            \
+    /* Whole tables of several permutations of one domain, a thread block each: block b runs */ \
+    /* ops[b count ..) under keys[b] on tables[b domain ..), from the identity. */              \
+    extern "C" __global__ void __launch_bounds__(SMALL_THREADS)                                 \
+        small_tables_##R(const ChaChaKey* keys, const SmallRound* ops, u32 count, u32 domain,    \
+                         u32* tables) {                                                          \
+        small_rounds<R>(keys[blockIdx.x], ops + (u64)blockIdx.x * count, count,                  \
+                        tables + (u64)blockIdx.x * domain, true);                                \
     }                                                                                            \
     extern "C" __global__ void pmns_split_##R(ChaChaKey key, u32 level, u64 nodes, u32 shares, \
                                               const u64* counts, u64* left) {                    \

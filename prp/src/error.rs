@@ -42,6 +42,14 @@ pub enum Error {
         /// The range size.
         range: u64,
     },
+    /// Permutations that must share a domain do not.
+    #[error("permutations of different domains: {expected} and {found}")]
+    DomainMismatch {
+        /// The first permutation's domain.
+        expected: u64,
+        /// Another's.
+        found: u64,
+    },
     /// A sampler or iPRF over no values (`m = 0`).
     #[error("the domain of the sampler or iPRF is empty (m = 0)")]
     EmptyDomain,

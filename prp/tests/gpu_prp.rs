@@ -146,6 +146,66 @@ fn tables_around_the_shared_memory_threshold_and_variants() {
     );
 }
 
+/// Several inverse tables built at once (a thread block each below the shared-memory
+/// threshold, one by one above it) against the CPU's tables, on fresh random keys.
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn many_inverse_tables_at_once_equal_the_cpu_tables() {
+    fn check<P: Permutation>(prps: &[P]) {
+        let n = prps[0].domain() as usize;
+        let refs: Vec<&P> = prps.iter().collect();
+        let got = cuda()
+            .inverse_tables_device(&refs)
+            .unwrap()
+            .to_host()
+            .unwrap();
+        assert_eq!(got.len(), n * prps.len());
+        for (i, prp) in prps.iter().enumerate() {
+            let expected = Cpu.inverse_table(prp).unwrap();
+            assert!(
+                got[i * n..(i + 1) * n] == expected[..],
+                "table {i}, N = {n}"
+            );
+        }
+    }
+    for (n, count) in [
+        (2, 5),
+        (3, 1),
+        (1000, 7),
+        (2048, 64),
+        (32_768, 3),
+        (32_769, 2),
+    ] {
+        let prps: Vec<_> = (0..count)
+            .map(|_| SometimesRecurse::new(Key::new(&rand::random()), n).unwrap())
+            .collect();
+        check(&prps);
+    }
+    let prps: Vec<_> = (0..4)
+        .map(|_| SometimesRecurse::with_variant(R12, Key::new(&rand::random()), 5000, 64).unwrap())
+        .collect();
+    check(&prps);
+    let prps: Vec<_> = (0..3)
+        .map(|_| SwapOrNot::with_variant(R20, Key::new(&rand::random()), 777, 100).unwrap())
+        .collect();
+    check(&prps);
+
+    let none: [&SwapOrNot<R8>; 0] = [];
+    assert!(cuda().inverse_tables_device(&none).unwrap().is_empty());
+    let (a, b) = (
+        SometimesRecurse::new(Key::new(&[1; 32]), 100).unwrap(),
+        SometimesRecurse::new(Key::new(&[2; 32]), 101).unwrap(),
+    );
+    let mixed = [&a, &b];
+    assert!(matches!(
+        cuda().inverse_tables_device(&mixed),
+        Err(prp::Error::DomainMismatch {
+            expected: 100,
+            found: 101
+        })
+    ));
+}
+
 /// A large whole-domain table against single CPU evaluations at random points.
 #[test]
 #[ignore = "requires a CUDA GPU"]

@@ -99,6 +99,19 @@ unsafe impl DeviceRepr for Stage {}
 // SAFETY: all-zero bytes are a valid `Stage`.
 unsafe impl kernels::ValidAsZeroBits for Stage {}
 
+/// Appends the `SmallRound` of each `(stage, round)`, in order.
+fn push_small_ops<'s, R: Rounds + 's>(
+    rounds: impl Iterator<Item = (&'s SwapOrNot<R>, u32)>,
+    ops: &mut Vec<SmallRound>,
+) {
+    ops.extend(rounds.map(|(stage, round)| SmallRound {
+        domain: stage.domain() as u32,
+        round_key: stage.round_keys()[round as usize] as u32,
+        nonce1: (round << 8) | stage.stage_index(),
+        unused: 0,
+    }));
+}
+
 /// prp.cu's `SmallRound`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, Zeroize)]
@@ -182,6 +195,91 @@ impl Cuda {
         prp: &P,
     ) -> Result<DeviceBuffer<u32>, Error> {
         self.table_device(prp, Direction::Inverse)
+    }
+
+    /// The inverse tables of several permutations of one domain `N` (such as Plinko's
+    /// per-block iPRFs), in one buffer: `P_i^-1` of `[0, N)` at `[i N, (i + 1) N)`.
+    ///
+    /// Where every round runs over at most [`SMALL_DOMAIN`] values, all tables are built at
+    /// once, a thread block each (one table keeps a single block busy, so this is what makes
+    /// many small tables fast); larger domains are built one after the other. Errors with
+    /// [`Error::DomainMismatch`] when the permutations' domains differ, and as
+    /// [`Self::inverse_table_device`] for the domain or the combined length.
+    pub fn inverse_tables_device<P: Permutation>(
+        &self,
+        prps: &[&P],
+    ) -> Result<DeviceBuffer<u32>, Error> {
+        let Some(first) = prps.first() else {
+            return Ok(self.gpu.alloc_zeroed::<u32>(0)?);
+        };
+        let domain = first.domain();
+        check_table_domain(domain)?;
+        if let Some(other) = prps.iter().find(|p| p.domain() != domain) {
+            return Err(Error::DomainMismatch {
+                expected: domain,
+                found: other.domain(),
+            });
+        }
+        let len = usize::try_from(domain)
+            .ok()
+            .and_then(|d| d.checked_mul(prps.len()))
+            .ok_or(Error::TooLarge {
+                what: "tables' combined length",
+                value: u64::MAX,
+                max: usize::MAX as u64,
+            })?;
+        let n = domain as usize;
+        let mut tables = self.gpu.alloc_zeroed::<u32>(len)?;
+        // Every stage of every permutation small: one block per permutation, if all have as
+        // many rounds (the stages follow from the domain, so they do).
+        let mut ops = Zeroizing::new(Vec::new());
+        let mut keys = Zeroizing::new(Vec::with_capacity(prps.len() * 8));
+        let count = first
+            .stages()
+            .iter()
+            .map(|s| s.rounds() as usize)
+            .sum::<usize>();
+        let batched = domain <= SMALL_DOMAIN
+            && u32::try_from(prps.len()).is_ok()
+            && u32::try_from(count).is_ok()
+            && prps.iter().all(|prp| {
+                let stages = prp.stages();
+                let order = gather_order(stages, Direction::Inverse);
+                push_small_ops(order.iter().map(|&(t, r)| (&stages[t], r)), &mut ops);
+                keys.extend_from_slice(stages[0].key().words());
+                order.len() == count
+            });
+        if !batched {
+            for (i, prp) in prps.iter().enumerate() {
+                let table = self.inverse_table_device(*prp)?;
+                tables.copy_from_device(i * n, &table, 0, n)?;
+            }
+            return Ok(tables);
+        }
+        let (op_buffer, key_buffer) = (self.gpu.upload(&ops)?, self.gpu.upload(&keys)?);
+        let kernel = self.prp_kernel::<P::Rounds>("small_tables")?;
+        kernel.allow_shared_bytes(SMALL_SHARED_BYTES)?;
+        let (count, domain32) = (count as u32, domain as u32);
+        let grid = Grid {
+            blocks: prps.len() as u32,
+            threads: SMALL_THREADS,
+            shared_bytes: SMALL_SHARED_BYTES,
+        };
+        let launch = self
+            .gpu
+            .launch(&kernel, grid)
+            .buffer(&key_buffer)
+            .buffer(&op_buffer)
+            .value(&count)
+            .value(&domain32)
+            .buffer_mut(&mut tables);
+        // SAFETY: small_tables_R(const ChaChaKey*, const SmallRound*, u32 count, u32 domain,
+        // u32*): block b reads key b (8 words of `keys`), ops [b count, (b + 1) count) of
+        // `ops` (every permutation pushed `count`), and writes tables[b domain ..) up to its
+        // largest op domain, at most `domain`; one block of SMALL_THREADS threads with
+        // SMALL_SHARED_BYTES of shared memory per permutation, as the kernel expects.
+        unsafe { launch.run() }?;
+        Ok(tables)
     }
 
     /// `P` of every element of `[0, N)` in device memory.
@@ -308,18 +406,8 @@ impl Cuda {
         let Some(first) = stages.first() else {
             return Ok(());
         };
-        let ops: Zeroizing<Vec<SmallRound>> = Zeroizing::new(
-            stages
-                .iter()
-                .zip(rounds)
-                .map(|(stage, &round)| SmallRound {
-                    domain: stage.domain() as u32,
-                    round_key: stage.round_keys()[round as usize] as u32,
-                    nonce1: (round << 8) | stage.stage_index(),
-                    unused: 0,
-                })
-                .collect(),
-        );
+        let mut ops = Zeroizing::new(Vec::with_capacity(rounds.len()));
+        push_small_ops(stages.iter().copied().zip(rounds.iter().copied()), &mut ops);
         let op_buffer = self.gpu.upload(&ops)?;
         let kernel = self.prp_kernel::<R>("small_rounds")?;
         kernel.allow_shared_bytes(SMALL_SHARED_BYTES)?;
