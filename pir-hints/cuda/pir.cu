@@ -2,7 +2,8 @@
 // RMS24's gather and Plinko's scatter.
 //
 // Parities live on the device as EW = ceil(E / 4) little-endian words per hint (the last word
-// zero-padded); the host turns them back into E bytes. Entries are read from "rows": the
+// zero-padded); the parts of several GPUs are XORed on one (pir_xor_words), which turns them
+// back into E bytes per hint (pir_words_to_bytes) for the host. Entries are read from "rows": the
 // entries of consecutive blocks, E bytes each, starting at entry `row_first`.
 #include "chacha.cuh"
 
@@ -410,4 +411,25 @@ extern "C" __global__ void pir_plinko_scatter(ChaChaKey ks, u64 hints, u64 main_
         return;
     }
     for (u32 w = 0; w < rows.words; ++w) target[w] ^= entry_word(rows, entry, w);
+}
+
+// dst[offset + i] ^= src[i] for i < n: one GPU's parity words folded into another's.
+extern "C" __global__ void pir_xor_words(u32* dst, u64 offset, const u32* src, u64 n) {
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (u64)gridDim.x * blockDim.x)
+        dst[offset + i] ^= src[i];
+}
+
+// The parities of hints first .. first + count, `words` little-endian words each, as E =
+// entry_size bytes each (the padding of the last word dropped) from out[0]: byte b of hint h
+// is byte b % 4 of word b / 4.
+extern "C" __global__ void pir_words_to_bytes(const u32* parity, u32 words, u32 entry_size,
+                                              u64 first, u64 count, u8* out) {
+    const u64 total = count * entry_size;
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+         i += (u64)gridDim.x * blockDim.x) {
+        const u64 h = i / entry_size;
+        const u32 b = (u32)(i - h * entry_size);
+        out[i] = (u8)(parity[(first + h) * words + b / 4] >> (8 * (b % 4)));
+    }
 }

@@ -32,7 +32,7 @@ use rayon::prelude::*;
 
 use crate::database::{Database, synthetic_rows, synthetic_stream};
 use crate::error::Error;
-use crate::hints::{Hints, xor_into};
+use crate::hints::Hints;
 use crate::keys::MasterKey;
 use crate::params::{Params, Scheme};
 use crate::slices::{block_slices, synthetic_alignment};
@@ -57,6 +57,10 @@ const COLUMN_WORDS: u32 = 32;
 const SMALL_MAX_HINTS: u64 = 1 << 16;
 /// Blocks of a small Plinko job prepared at once.
 const SMALL_BATCH: u64 = 64;
+/// Parity words of a part copied at a time when the parts are summed (256 MiB).
+const REDUCE_CHUNK_WORDS: usize = 1 << 26;
+/// Hints whose parities are turned into bytes and downloaded at a time.
+const BYTES_CHUNK_HINTS: usize = 1 << 22;
 /// The largest number of blocks the subset kernel handles (its ranks are 32-bit).
 const MAX_GPU_BLOCKS: u64 = 1 << 32;
 
@@ -91,20 +95,6 @@ unsafe impl DeviceRepr for RowShape {}
 /// Parity words per hint for `E`-byte entries.
 fn parity_words(entry_size: usize) -> u32 {
     entry_size.div_ceil(4) as u32
-}
-
-/// Parities held as `words` little-endian words per hint, back to `E` bytes per hint.
-fn words_to_bytes(words: &[u32], per_hint: u32, entry_size: usize) -> Vec<u8> {
-    let mut bytes = vec![0u8; words.len() / per_hint as usize * entry_size];
-    bytes
-        .par_chunks_mut(entry_size)
-        .zip(words.par_chunks(per_hint as usize))
-        .for_each(|(dst, src)| {
-            for (i, byte) in dst.iter_mut().enumerate() {
-                *byte = (src[i / 4] >> (8 * (i % 4))) as u8;
-            }
-        });
-    bytes
 }
 
 /// The CUDA backend on one or more GPUs of this host.
@@ -269,38 +259,41 @@ impl Cuda {
                 job.blocks()
             )));
         }
-        // Several GPUs make the subset summaries between them, each a range of hints.
-        let start = std::time::Instant::now();
-        let shared = if slices.len() > 1 {
-            Some(shared_summaries(job, slices.iter().map(|db| &db.gpu))?)
-        } else {
-            None
-        };
-        let summaries_seconds = start.elapsed().as_secs_f64();
-        let shared = shared.as_deref();
-        let parts: Vec<Result<(Option<Part>, f64), Error>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = slices
-                .iter()
-                .map(|db| {
-                    scope.spawn(move || {
-                        let start = std::time::Instant::now();
-                        let part = resident_part(job, db, shared, &|_| {})?;
-                        Ok((part, summaries_seconds + start.elapsed().as_secs_f64()))
-                    })
-                })
-                .collect();
-            handles.into_iter().map(join_worker).collect()
+        let (made, hints) = beside_hints(job, || {
+            // Several GPUs make the subset summaries between them, each a range of hints.
+            let start = std::time::Instant::now();
+            let shared = if slices.len() > 1 {
+                Some(shared_summaries(job, slices.iter().map(|db| &db.gpu))?)
+            } else {
+                None
+            };
+            let summaries_seconds = start.elapsed().as_secs_f64();
+            let summaries = shared.as_deref();
+            let parts: Vec<Result<(Option<DevicePart>, f64), Error>> =
+                std::thread::scope(|scope| {
+                    let handles: Vec<_> = slices
+                        .iter()
+                        .map(|db| {
+                            scope.spawn(move || {
+                                let start = std::time::Instant::now();
+                                let part = resident_part(job, db, summaries, &|_| {})?;
+                                Ok((part, summaries_seconds + start.elapsed().as_secs_f64()))
+                            })
+                        })
+                        .collect();
+                    handles.into_iter().map(join_worker).collect()
+                });
+            Ok((parts, shared))
         });
-        let mut hints = job.empty_hints();
+        let (parts, shared) = made?;
+        let mut finished = Vec::with_capacity(parts.len());
         let mut seconds = Vec::with_capacity(parts.len());
         for part in parts {
             let (part, time) = part?;
-            if let Some(part) = part {
-                part.store(&mut hints);
-            }
+            finished.extend(part);
             seconds.push(time);
         }
-        Ok((hints, seconds))
+        Ok((assemble(hints?, finished, shared.as_deref())?, seconds))
     }
 
     /// The hints of `job` from a database already on a GPU, on that GPU alone. The database
@@ -320,11 +313,8 @@ impl Cuda {
                 db.blocks
             )));
         }
-        let mut hints = job.empty_hints();
-        if let Some(part) = resident_part(job, db, None, progress)? {
-            part.store(&mut hints);
-        }
-        Ok(hints)
+        let (part, hints) = beside_hints(job, || resident_part(job, db, None, progress));
+        assemble(hints?, part?.into_iter().collect(), None)
     }
 }
 
@@ -371,30 +361,46 @@ fn intersect(a: Range<u64>, b: Range<u64>) -> Range<u64> {
     start..a.end.min(b.end).max(start)
 }
 
-/// Every hint's subset summary, made by `gpus` between them (contiguous ranges of hints, each
-/// GPU in a host thread) and brought to the host, so that no GPU makes them all.
+/// Every hint's subset summary, made by `gpus` between them and brought to the host, so that
+/// no GPU makes them all. Main and backup hints cost differently, so each GPU takes a share
+/// of both (contiguous ranges of each, in a host thread per GPU).
 fn shared_summaries<'g>(
     job: &Job<'_>,
     gpus: impl ExactSizeIterator<Item = &'g Arc<Gpu>>,
 ) -> Result<Vec<HintSummary>, Error> {
-    let total = job.params().total_hints();
-    if total == 0 {
-        return Ok(Vec::new());
+    let params = job.params();
+    let (main, total) = (params.main_hints(), params.total_hints());
+    let mut shares = vec![Vec::new(); gpus.len()];
+    for hints in [0..main, main..total] {
+        if !hints.is_empty() {
+            for (share, range) in shares.iter_mut().zip(block_slices(hints, gpus.len(), 1)?) {
+                share.push(range);
+            }
+        }
     }
-    let ranges = block_slices(0..total, gpus.len(), 1)?;
-    let parts: Vec<Result<Vec<HintSummary>, Error>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = ranges
+    /// A range of hints and their summaries.
+    type Made = (Range<u64>, Vec<HintSummary>);
+    let parts: Vec<Result<Vec<Made>, Error>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = shares
             .into_iter()
             .zip(gpus)
-            .map(|(hints, gpu)| {
-                scope.spawn(move || Ok(Worker::new(gpu, job)?.summaries(hints)?.to_host()?))
+            .map(|(share, gpu)| {
+                scope.spawn(move || {
+                    let worker = Worker::new(gpu, job)?;
+                    share
+                        .into_iter()
+                        .map(|hints| Ok((hints.clone(), worker.summaries(hints)?.to_host()?)))
+                        .collect()
+                })
             })
             .collect();
         handles.into_iter().map(join_worker).collect()
     });
-    let mut all = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
+    let mut all = vec![HintSummary::default(); usize::try_from(total).unwrap_or(0)];
     for part in parts {
-        all.extend(part?);
+        for (hints, summaries) in part? {
+            all[hints.start as usize..hints.end as usize].copy_from_slice(&summaries);
+        }
     }
     Ok(all)
 }
@@ -406,7 +412,7 @@ fn resident_part(
     db: &DeviceDatabase,
     shared: Option<&[HintSummary]>,
     progress: &(dyn Fn(u64) + Sync),
-) -> Result<Option<Part>, Error> {
+) -> Result<Option<DevicePart>, Error> {
     let blocks = intersect(job.blocks(), db.blocks.clone());
     if blocks.is_empty() {
         return Ok(None);
@@ -453,68 +459,70 @@ impl HintGenerator for Cuda {
         db.check(job.params())?;
         let params = *job.params();
         let pieces = block_slices(job.blocks(), self.gpus.len(), 1)?;
-        // Several GPUs make the subset summaries between them, each a range of hints.
-        let shared = if pieces.len() > 1 {
-            Some(shared_summaries(job, self.gpus.iter().take(pieces.len()))?)
-        } else {
-            None
-        };
-        let shared = shared.as_deref();
-        let parts: Vec<Result<Part, Error>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = pieces
-                .into_iter()
-                .zip(&self.gpus)
-                .enumerate()
-                .map(|(index, (piece, gpu))| {
-                    scope.spawn(move || {
-                        let worker = Worker::new(gpu, job)?;
-                        let summaries = worker.all_summaries(shared)?;
-                        if params.scheme() == Scheme::Rms24 {
-                            // Every GPU gathers every hint over its blocks: the first GPU's
-                            // last range reports the hints.
-                            worker.rms24(summaries, &mut |gather| {
-                                upload_in_ranges(
-                                    gpu,
-                                    &params,
-                                    db,
-                                    (piece.clone(), self.upload_limit),
-                                    &mut |rows, shape, blocks, last| {
-                                        let report: &(dyn Fn(u64) + Sync) = if last && index == 0 {
-                                            progress
-                                        } else {
-                                            &|_| {}
-                                        };
-                                        gather(rows, shape, blocks, report)
-                                    },
-                                )
-                            })
-                        } else {
-                            worker.plinko(summaries, piece.clone(), &mut |blocks, scatter| {
-                                upload_in_ranges(
-                                    gpu,
-                                    &params,
-                                    db,
-                                    (blocks, self.upload_limit),
-                                    &mut |rows, shape, range, _| {
-                                        for a in range {
-                                            scatter(a, rows, shape)?;
-                                            progress(1);
-                                        }
-                                        Ok(())
-                                    },
-                                )
-                            })
-                        }
+        let (made, hints) = beside_hints(job, || {
+            // Several GPUs make the subset summaries between them, each a range of hints.
+            let shared = if pieces.len() > 1 {
+                Some(shared_summaries(job, self.gpus.iter().take(pieces.len()))?)
+            } else {
+                None
+            };
+            let summaries = shared.as_deref();
+            let parts: Vec<Result<DevicePart, Error>> = std::thread::scope(|scope| {
+                let handles: Vec<_> = pieces
+                    .into_iter()
+                    .zip(&self.gpus)
+                    .enumerate()
+                    .map(|(index, (piece, gpu))| {
+                        scope.spawn(move || {
+                            let worker = Worker::new(gpu, job)?;
+                            let summaries = worker.all_summaries(summaries)?;
+                            if params.scheme() == Scheme::Rms24 {
+                                // Every GPU gathers every hint over its blocks: the first GPU's
+                                // last range reports the hints.
+                                worker.rms24(summaries, &mut |gather| {
+                                    upload_in_ranges(
+                                        gpu,
+                                        &params,
+                                        db,
+                                        (piece.clone(), self.upload_limit),
+                                        &mut |rows, shape, blocks, last| {
+                                            let report: &(dyn Fn(u64) + Sync) =
+                                                if last && index == 0 {
+                                                    progress
+                                                } else {
+                                                    &|_| {}
+                                                };
+                                            gather(rows, shape, blocks, report)
+                                        },
+                                    )
+                                })
+                            } else {
+                                worker.plinko(summaries, piece.clone(), &mut |blocks, scatter| {
+                                    upload_in_ranges(
+                                        gpu,
+                                        &params,
+                                        db,
+                                        (blocks, self.upload_limit),
+                                        &mut |rows, shape, range, _| {
+                                            for a in range {
+                                                scatter(a, rows, shape)?;
+                                                progress(1);
+                                            }
+                                            Ok(())
+                                        },
+                                    )
+                                })
+                            }
+                        })
                     })
-                })
-                .collect();
-            handles.into_iter().map(join_worker).collect()
+                    .collect();
+                handles.into_iter().map(join_worker).collect()
+            });
+            let parts = parts.into_iter().collect::<Result<Vec<_>, _>>()?;
+            Ok((parts, shared))
         });
-        let mut hints = job.empty_hints();
-        for part in parts {
-            part?.store(&mut hints);
-        }
-        Ok(hints)
+        let (parts, shared) = made?;
+        assemble(hints?, parts, shared.as_deref())
     }
 }
 
@@ -550,45 +558,223 @@ fn upload_in_ranges(
     Ok(())
 }
 
-/// Parities of a range of hints from one GPU, and the validity of those hints.
-struct Part {
-    hints: Range<u64>,
-    valid: Vec<bool>,
-    parity: Vec<u8>,
-    second: Vec<u8>,
+/// One slice's part of every hint, on its GPU: the subset summaries and the parities (as
+/// pir.cu keeps them, [`parity_words`] words per hint) of the slice's blocks.
+struct DevicePart {
+    gpu: Arc<Gpu>,
+    summaries: DeviceBuffer<HintSummary>,
+    parity: DeviceBuffer<u32>,
+    second: DeviceBuffer<u32>,
 }
 
-impl Part {
-    /// The part of hints `hints` from the device: validity from the summaries, parities (and
-    /// second parities) from their words.
-    fn download(
-        summaries: &DeviceBuffer<HintSummary>,
-        (parity, second): (&DeviceBuffer<u32>, &DeviceBuffer<u32>),
-        hints: Range<u64>,
-        entry_size: usize,
-    ) -> Result<Self, Error> {
-        let words = parity_words(entry_size);
-        Ok(Part {
-            valid: summaries.to_host()?.iter().map(|s| s.valid == 1).collect(),
-            parity: words_to_bytes(&parity.to_host()?, words, entry_size),
-            second: words_to_bytes(&second.to_host()?, words, entry_size),
-            hints,
-        })
+impl DevicePart {
+    /// The parities (`second`: the backup hints' second parities).
+    fn words(&self, second: bool) -> &DeviceBuffer<u32> {
+        if second { &self.second } else { &self.parity }
     }
+}
 
-    /// XORs this part's parities into `hints` (the parts of several block slices add up to
-    /// the whole) and copies the validity (every part has the same).
-    fn store(self, hints: &mut Hints) {
-        let params = *hints.params();
-        let e = params.entry_size();
-        let (valid, parity, second) = hints.parts_mut();
-        let (h0, h1) = (self.hints.start as usize, self.hints.end as usize);
-        valid[h0..h1].copy_from_slice(&self.valid);
-        let backup0 = (self.hints.start.max(params.main_hints()) - params.main_hints()) as usize;
-        let second = &mut second[backup0 * e..backup0 * e + self.second.len()];
-        xor_into(&mut parity[h0 * e..h1 * e], &self.parity);
-        xor_into(second, &self.second);
+/// Words `words` of every part's parities (`second`: the second parities) XORed together
+/// on `gpu`: each part's words copied over [`REDUCE_CHUNK_WORDS`] at a time (a peer copy from
+/// another GPU) and folded in.
+fn reduce_words(
+    gpu: &Arc<Gpu>,
+    parts: &[DevicePart],
+    second: bool,
+    words: Range<usize>,
+) -> Result<DeviceBuffer<u32>, Error> {
+    let kernel = gpu.kernel(&source::PIR, "pir_xor_words")?;
+    let len = words.end - words.start;
+    let mut sum = gpu.alloc_zeroed::<u32>(len)?;
+    let mut scratch = gpu.alloc_zeroed::<u32>(len.min(REDUCE_CHUNK_WORDS))?;
+    for part in parts {
+        let src = part.words(second);
+        if src.len() < words.end {
+            return Err(Error::Parameter("parts of different hint sets".into()));
+        }
+        for offset in (0..len).step_by(REDUCE_CHUNK_WORDS) {
+            let n = (len - offset).min(REDUCE_CHUNK_WORDS);
+            scratch.copy_from_device(0, src, words.start + offset, n)?;
+            let (offset, n) = (offset as u64, n as u64);
+            let launch = gpu
+                .launch(&kernel, Grid::cover(n, THREADS))
+                .buffer_mut(&mut sum)
+                .value(&offset)
+                .buffer(&scratch)
+                .value(&n);
+            // SAFETY: pir_xor_words(u32* dst, u64 offset, const u32* src, u64 n) XORs
+            // src[0 .. n) into dst[offset .. offset + n): `scratch` holds n words and
+            // offset + n is at most len, `sum`'s length.
+            unsafe { launch.run() }?;
+        }
     }
+    Ok(sum)
+}
+
+/// Parity words on `gpu` (every hint's, [`parity_words`] each) as `E`-byte parities into
+/// `out`, turned into bytes on the GPU [`BYTES_CHUNK_HINTS`] hints at a time.
+fn download_bytes(
+    gpu: &Arc<Gpu>,
+    words: &DeviceBuffer<u32>,
+    entry_size: usize,
+    out: &mut [u8],
+) -> Result<(), Error> {
+    let per_hint = parity_words(entry_size);
+    if out.len() != words.len() / per_hint as usize * entry_size {
+        return Err(Error::Parameter("parities of another shape".into()));
+    }
+    let kernel = gpu.kernel(&source::PIR, "pir_words_to_bytes")?;
+    let chunk = BYTES_CHUNK_HINTS * entry_size;
+    let mut bytes = gpu.alloc_zeroed::<u8>(out.len().min(chunk))?;
+    let entry = entry_size as u32;
+    for (index, piece) in out.chunks_mut(chunk).enumerate() {
+        let first = (index * BYTES_CHUNK_HINTS) as u64;
+        let count = (piece.len() / entry_size) as u64;
+        let launch = gpu
+            .launch(&kernel, Grid::cover(piece.len() as u64, THREADS))
+            .buffer(words)
+            .value(&per_hint)
+            .value(&entry)
+            .value(&first)
+            .value(&count)
+            .buffer_mut(&mut bytes);
+        // SAFETY: pir_words_to_bytes(const u32*, u32 words, u32 E, u64 first, u64 count,
+        // u8* out) reads the words of hints first .. first + count, which `words` holds (its
+        // length is the hints' count times per_hint, checked above), and writes count * E
+        // bytes, at most `bytes`' length.
+        unsafe { launch.run() }?;
+        bytes.copy_range_to_host(0, piece)?;
+    }
+    Ok(())
+}
+
+/// A range of hints whose parities (`second`: the backup hints' second parities, numbered
+/// from the first backup hint) one GPU sums and downloads into `out`, `E` bytes a hint.
+struct Share<'a> {
+    second: bool,
+    hints: Range<u64>,
+    out: &'a mut [u8],
+}
+
+/// `out` (`E` bytes per hint of `0..hints`) as the shares of at most `parts` nearly equal
+/// ranges of the hints.
+fn shares_of(
+    out: &mut [u8],
+    second: bool,
+    hints: u64,
+    parts: usize,
+    entry_size: usize,
+) -> Result<Vec<Share<'_>>, Error> {
+    if hints == 0 {
+        return Ok(Vec::new());
+    }
+    let mut rest = out;
+    let mut shares = Vec::new();
+    for range in block_slices(0..hints, parts, 1)? {
+        let bytes = (range.end - range.start) as usize * entry_size;
+        let (piece, tail) = std::mem::take(&mut rest).split_at_mut(bytes);
+        shares.push(Share {
+            second,
+            hints: range,
+            out: piece,
+        });
+        rest = tail;
+    }
+    Ok(shares)
+}
+
+/// `work` (the GPUs' parts of `job`) run beside the making of `job`'s empty hints with their
+/// parities' pages touched: a fresh allocation faults every page in on its first write, which
+/// took about 0.9 s for 657 MB of parities written by the downloads; here it overlaps the GPUs.
+fn beside_hints<T: Send>(
+    job: &Job<'_>,
+    work: impl FnOnce() -> Result<T, Error>,
+) -> (Result<T, Error>, Result<Hints, Error>) {
+    std::thread::scope(|scope| {
+        let hints = scope.spawn(|| {
+            let mut hints = job.empty_hints();
+            let (_, parity, second) = hints.parts_mut();
+            for bytes in [parity, second] {
+                bytes
+                    .par_chunks_mut(1 << 20)
+                    .for_each(|piece| piece.fill(0));
+            }
+            Ok(hints)
+        });
+        let made = work();
+        (made, join_worker(hints))
+    })
+}
+
+/// `hints` (empty, of the parts' job) filled from the parts, one per slice of the job's
+/// blocks, each on its GPU. With
+/// several parts each part's GPU sums a share of the hints (its own and every other part's
+/// parities of those hints, copied over) and downloads that share, all GPUs at once; one part
+/// is downloaded as it is. The validity comes from `shared` summaries when given, else from
+/// the first part's (every part has the same). No parts (no blocks): zero parities and no
+/// valid hint.
+fn assemble(
+    mut hints: Hints,
+    parts: Vec<DevicePart>,
+    shared: Option<&[HintSummary]>,
+) -> Result<Hints, Error> {
+    let params = *hints.params();
+    let Some(first) = parts.first() else {
+        return Ok(hints);
+    };
+    let e = params.entry_size();
+    let (valid, parity, second) = hints.parts_mut();
+    let downloaded;
+    let summaries = match shared {
+        Some(summaries) => summaries,
+        None => {
+            downloaded = first.summaries.to_host()?;
+            &downloaded[..]
+        }
+    };
+    if summaries.len() != valid.len() {
+        return Err(Error::Parameter("summaries of another hint set".into()));
+    }
+    for (flag, summary) in valid.iter_mut().zip(summaries) {
+        *flag = summary.valid == 1;
+    }
+    if parts.len() == 1 {
+        download_bytes(&first.gpu, &first.parity, e, parity)?;
+        download_bytes(&first.gpu, &first.second, e, second)?;
+        return Ok(hints);
+    }
+    let n = parts.len();
+    let mut shares: Vec<Vec<Share<'_>>> = (0..n).map(|_| Vec::new()).collect();
+    let (total, backups) = (params.total_hints(), params.backup_hints());
+    for made in [
+        shares_of(parity, false, total, n, e)?,
+        shares_of(second, true, backups, n, e)?,
+    ] {
+        for (list, share) in shares.iter_mut().zip(made) {
+            list.push(share);
+        }
+    }
+    let per_hint = parity_words(e) as usize;
+    let parts = &parts;
+    let done: Vec<Result<(), Error>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = shares
+            .into_iter()
+            .zip(parts)
+            .map(|(share, part)| {
+                scope.spawn(move || {
+                    for Share { second, hints, out } in share {
+                        let words = hints.start as usize * per_hint..hints.end as usize * per_hint;
+                        let sum = reduce_words(&part.gpu, parts, second, words)?;
+                        download_bytes(&part.gpu, &sum, e, out)?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        handles.into_iter().map(join_worker).collect()
+    });
+    done.into_iter().collect::<Result<(), Error>>()?;
+    Ok(hints)
 }
 
 /// Work on rows uploaded to the device: `(rows, shape, the blocks they hold, is_last)`.
@@ -686,7 +872,7 @@ impl<'a> Worker<'a> {
         &self,
         summaries: DeviceBuffer<HintSummary>,
         passes: &mut dyn FnMut(&mut Gather<'_>) -> Result<(), Error>,
-    ) -> Result<Part, Error> {
+    ) -> Result<DevicePart, Error> {
         let params = self.params;
         let hints = 0..params.total_hints();
         let words = parity_words(params.entry_size());
@@ -747,7 +933,7 @@ impl<'a> Worker<'a> {
             }
             Ok(())
         })?;
-        Part::download(&summaries, (&parity, &second), hints, params.entry_size())
+        self.part(summaries, parity, second)
     }
 
     /// Plinko over blocks `blocks`, given every hint's subset summary: `stream` feeds the
@@ -757,7 +943,7 @@ impl<'a> Worker<'a> {
         summaries: DeviceBuffer<HintSummary>,
         blocks: Range<u64>,
         stream: &mut BlockStream<'_>,
-    ) -> Result<Part, Error> {
+    ) -> Result<DevicePart, Error> {
         let params = self.params;
         let words = parity_words(params.entry_size());
         let m = params.total_hints();
@@ -808,7 +994,23 @@ impl<'a> Worker<'a> {
             kept = Some(tables_of_a);
             Ok(())
         })?;
-        Part::download(&summaries, (&parity, &second), 0..m, params.entry_size())
+        self.part(summaries, parity, second)
+    }
+
+    /// This worker's finished part: waits for its GPU (so another GPU may copy from it).
+    fn part(
+        &self,
+        summaries: DeviceBuffer<HintSummary>,
+        parity: DeviceBuffer<u32>,
+        second: DeviceBuffer<u32>,
+    ) -> Result<DevicePart, Error> {
+        self.gpu.synchronize()?;
+        Ok(DevicePart {
+            gpu: Arc::clone(self.gpu),
+            summaries,
+            parity,
+            second,
+        })
     }
 }
 
@@ -856,19 +1058,5 @@ impl BlockTables {
             inverse: tables.inverse_tables_device(&prps)?,
             boundaries: tables.gpu().upload(&boundaries)?,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn words_back_to_bytes() {
-        let words = [0x0403_0201, 0x0000_0605, 0x0c0b_0a09, 0x0000_0e0d];
-        assert_eq!(
-            words_to_bytes(&words, 2, 6),
-            [1, 2, 3, 4, 5, 6, 9, 10, 11, 12, 13, 14]
-        );
     }
 }
