@@ -161,7 +161,7 @@ fn split_run(
         println!("GPU {i}: blocks {:?}: {s:.2} s", held[i]);
     }
     println!(
-        "{} {params} on {} GPUs: wall {wall:.2} s (the parts' XOR on the host included)",
+        "{} {params} on {} GPUs: wall {wall:.2} s (the parts summed on the GPUs and downloaded included)",
         params.scheme(),
         gpus.gpus().len()
     );
