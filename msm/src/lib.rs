@@ -87,6 +87,8 @@ mod cpu;
 mod cuda;
 mod curve;
 mod error;
+#[cfg(feature = "groth16")]
+pub mod groth16;
 #[cfg(feature = "cuda")]
 pub mod source;
 
