@@ -51,9 +51,9 @@ mod chain;
 mod resident;
 mod witness;
 
+use ark_ec::CurveGroup;
 use ark_ec::pairing::Pairing;
 use ark_ec::short_weierstrass::{Affine, Projective};
-use ark_ec::CurveGroup;
 use ark_ff::{UniformRand, Zero};
 use ark_groth16::{Proof, ProvingKey};
 use ark_relations::r1cs::ConstraintSynthesizer;

@@ -1,9 +1,9 @@
 //! [`ResidentProver`]: the proving key's query vectors kept on the GPU for many proofs.
 
+use ark_ff::UniformRand;
 use ark_groth16::{Proof, ProvingKey};
 use ark_relations::r1cs::ConstraintSynthesizer;
 use ark_std::rand::Rng;
-use ark_ff::UniformRand;
 
 use super::{G1Query, Groth16Curve, QueryMsms, b_g2_bases, prove};
 use crate::{ContextOptions, Cuda, Error, MsmContext};
@@ -71,7 +71,11 @@ impl<'k, E: Groth16Curve> ResidentProver<'k, E> {
     ///
     /// As [`Cuda::context`]: [`Error::InvalidWindow`], [`Error::BasesTooLarge`] when the
     /// queries (with their shifted copies) do not fit in the GPU's memory, [`Error::Gpu`].
-    pub fn new(cuda: &Cuda, key: &'k ProvingKey<E>, options: ContextOptions) -> Result<Self, Error> {
+    pub fn new(
+        cuda: &Cuda,
+        key: &'k ProvingKey<E>,
+        options: ContextOptions,
+    ) -> Result<Self, Error> {
         let mut g1 = [None, None, None, None];
         for (context, query) in g1.iter_mut().zip(G1_QUERIES) {
             *context = resident(cuda, query.bases(key), options)?;

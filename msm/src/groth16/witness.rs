@@ -8,8 +8,7 @@ use ark_groth16::ProvingKey;
 use ark_groth16::r1cs_to_qap::{LibsnarkReduction, R1CSToQAP};
 use ark_poly::{EvaluationDomain, GeneralEvaluationDomain};
 use ark_relations::r1cs::{
-    ConstraintMatrices, ConstraintSynthesizer, ConstraintSystem, OptimizationGoal,
-    SynthesisError,
+    ConstraintMatrices, ConstraintSynthesizer, ConstraintSystem, OptimizationGoal, SynthesisError,
 };
 use rayon::prelude::*;
 
@@ -86,8 +85,9 @@ impl<F: PrimeField> Witness<F> {
     /// up as arkworks' `GeneralEvaluationDomain` does).
     fn domain_size(&self) -> Result<usize, Error> {
         let m = &self.matrices;
-        let domain = GeneralEvaluationDomain::<F>::new(m.num_constraints + m.num_instance_variables)
-            .ok_or(SynthesisError::PolynomialDegreeTooLarge)?;
+        let domain =
+            GeneralEvaluationDomain::<F>::new(m.num_constraints + m.num_instance_variables)
+                .ok_or(SynthesisError::PolynomialDegreeTooLarge)?;
         Ok(domain.size())
     }
 
@@ -133,7 +133,10 @@ impl<F: PrimeField> Witness<F> {
             F,
             GeneralEvaluationDomain<F>,
         >(
-            m, m.num_instance_variables, m.num_constraints, &self.full
+            m,
+            m.num_instance_variables,
+            m.num_constraints,
+            &self.full,
         )?)
     }
 }
