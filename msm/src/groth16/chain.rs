@@ -50,7 +50,7 @@ impl<F: PrimeField> SquareChain<F> {
             return Vec::new();
         };
         let first_public = self.steps - self.public_inputs.min(self.steps);
-        let mut public = Vec::with_capacity(self.steps - first_public);
+        let mut public = Vec::new();
         for step in 0..self.steps {
             x = x.square() + x + self.constant;
             if step >= first_public {
