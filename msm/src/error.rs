@@ -63,6 +63,33 @@ pub enum Error {
         /// Bytes of GPU memory free.
         free: usize,
     },
+    /// The circuit could not be synthesized (a missing assignment, a domain too large for the
+    /// scalar field, ...): arkworks' error.
+    #[cfg(feature = "groth16")]
+    #[error("the circuit could not be synthesized: {0}")]
+    Synthesis(#[from] ark_relations::r1cs::SynthesisError),
+    /// The witness does not satisfy the circuit: no valid proof exists for it.
+    #[cfg(feature = "groth16")]
+    #[error("the witness does not satisfy constraint {constraint} of the circuit")]
+    Unsatisfied {
+        /// Index of the first unsatisfied constraint.
+        constraint: usize,
+    },
+    /// A query vector of the proving key does not fit the circuit (the key was made for
+    /// another circuit).
+    #[cfg(feature = "groth16")]
+    #[error(
+        "the proving key's {query} has {key} points, but the circuit needs {circuit} \
+         (the key was made for another circuit)"
+    )]
+    KeyMismatch {
+        /// The query vector ("a_query", "h_query", ...).
+        query: &'static str,
+        /// Its length in the key.
+        key: usize,
+        /// The length the circuit needs.
+        circuit: usize,
+    },
     /// The GPU failed or is missing.
     #[cfg(feature = "cuda")]
     #[error(transparent)]

@@ -28,6 +28,11 @@
 //! chunks. [`Backend`] picks the GPU when one is usable and falls back to the CPU. The `cuda`
 //! module documents the GPU algorithm.
 //!
+//! The module `groth16` (feature `groth16`, off by default) proves Groth16 with ark-groth16
+//! 0.5's keys on BLS12-381 and BN254, every MSM of the prover on the backends it is given (or
+//! on contexts that keep the key's queries on the GPU), the rest on the CPU with ark-groth16's
+//! own code; its proofs equal ark-groth16's bit for bit given the same randomness.
+//!
 //! # Dependencies
 //!
 //! arkworks 0.5 without default features, plus `std`: `ark-bls12-381` and `ark-bn254`
@@ -87,6 +92,8 @@ mod cpu;
 mod cuda;
 mod curve;
 mod error;
+#[cfg(feature = "groth16")]
+pub mod groth16;
 #[cfg(feature = "cuda")]
 pub mod source;
 
