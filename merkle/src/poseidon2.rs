@@ -346,6 +346,23 @@ fn half(x: u64) -> u64 {
     (x >> 1) + ((x & 1).wrapping_neg() & (MODULUS / 2 + 1))
 }
 
+impl Hasher for Poseidon2 {
+    const NAME: &'static str = "Poseidon2";
+
+    fn merge(left: &Digest, right: &Digest) -> Digest {
+        sponge::merge::<Self>(left, right)
+    }
+
+    fn hash_elements(elements: &[Felt]) -> Digest {
+        sponge::hash_elements::<Self>(elements)
+    }
+}
+
+impl sealed::Sealed for Poseidon2 {
+    #[cfg(feature = "cuda")]
+    const DEVICE: crate::cuda::DeviceHasher = crate::cuda::POSEIDON2;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -368,21 +385,4 @@ mod tests {
             );
         }
     }
-}
-
-impl Hasher for Poseidon2 {
-    const NAME: &'static str = "Poseidon2";
-
-    fn merge(left: &Digest, right: &Digest) -> Digest {
-        sponge::merge::<Self>(left, right)
-    }
-
-    fn hash_elements(elements: &[Felt]) -> Digest {
-        sponge::hash_elements::<Self>(elements)
-    }
-}
-
-impl sealed::Sealed for Poseidon2 {
-    #[cfg(feature = "cuda")]
-    const DEVICE: crate::cuda::DeviceHasher = crate::cuda::POSEIDON2;
 }
