@@ -14,9 +14,10 @@
 //! winter-crypto 0.13.1):
 //! - `merge/{cpu,<reference>}`: one merge on one thread, throughput in merges;
 //! - `hash-elements/{cpu,<reference>}/100`: one hash of 100 elements on one thread;
-//! - `build/{cpu,<reference>}/2^k` (k = 10, 14, 16): a tree from host leaves, where the
-//!   reference builds trees (miden-crypto's `MerkleTree` for Poseidon2, winter-crypto's for
-//!   RpJive64_256);
+//! - `build/{cpu,<reference>}/2^k` (k = 10, 14, 16): a tree from host leaves. The references:
+//!   winter-crypto's concurrent `MerkleTree` for RpJive64_256; miden-crypto's `MerkleTree` for
+//!   Poseidon2 (one thread: it has no parallel builder), and for Rpo256 and Rpx256, which it
+//!   has no tree for, its builder's loop run with their `merge` ([`miden_tree_root`]);
 //! - `hash-rows/cpu/4096x100`;
 //! - `build/cuda/2^k` (k = 10..24) and `hash-rows/cuda/<rows>x<width>` as for Rp64_256.
 //!
@@ -217,11 +218,25 @@ fn miden_word(digest: &Digest) -> Word {
     Word::new(digest.to_u64s().map(|v| MidenFelt::new(v).unwrap()))
 }
 
-/// The reference side of a miden-crypto hasher's group.
+/// The root of the tree over `leaves` built as miden-crypto 0.28.1's `MerkleTree::new` builds
+/// its Poseidon2 trees (`nodes[i] = merge(nodes[2i], nodes[2i + 1])` from `n - 1` down to 1, on
+/// one thread), with another hasher's `merge`.
+fn miden_tree_root(leaves: &[Word], merge: fn(&[Word; 2]) -> Word) -> Word {
+    let n = leaves.len();
+    let mut nodes = vec![Word::default(); 2 * n];
+    nodes[n..].copy_from_slice(leaves);
+    for i in (1..n).rev() {
+        nodes[i] = merge(&[nodes[2 * i], nodes[2 * i + 1]]);
+    }
+    nodes[1]
+}
+
+/// The reference side of a miden-crypto hasher's group: its `merge`, `hash_elements`, and
+/// `tree_root` building a tree over the leaves.
 fn miden_reference(
     merge: fn(&[Word; 2]) -> Word,
     hash_elements: fn(&[MidenFelt]) -> Word,
-    build_trees: bool,
+    tree_root: fn(&[Word]) -> Word,
 ) -> impl Fn(&mut Group, &Inputs) {
     move |group, inputs| {
         let pair = inputs.pair.each_ref().map(miden_word);
@@ -235,37 +250,43 @@ fn miden_reference(
         group.bench_function("hash-elements/miden/100", |b| {
             b.iter(|| hash_elements(&row))
         });
-        if build_trees {
-            for (log, leaves) in &inputs.trees {
-                let leaves: Vec<Word> = leaves.iter().map(miden_word).collect();
-                group.throughput(Throughput::Elements(1 << log));
-                group.bench_function(BenchmarkId::new("build/miden", format!("2^{log}")), |b| {
-                    b.iter(|| miden_crypto::merkle::MerkleTree::new(leaves.clone()).unwrap())
-                });
-            }
+        for (log, leaves) in &inputs.trees {
+            let leaves: Vec<Word> = leaves.iter().map(miden_word).collect();
+            group.throughput(Throughput::Elements(1 << log));
+            group.bench_function(BenchmarkId::new("build/miden", format!("2^{log}")), |b| {
+                b.iter(|| tree_root(&leaves))
+            });
         }
     }
 }
 
 fn rpo256(c: &mut Criterion) {
     use miden_crypto::hash::rpo::Rpo256;
-    let reference = miden_reference(Rpo256::merge, Rpo256::hash_elements::<MidenFelt>, false);
+    let reference = miden_reference(Rpo256::merge, Rpo256::hash_elements::<MidenFelt>, |l| {
+        miden_tree_root(l, Rpo256::merge)
+    });
     hasher_group(c, merkle::Rpo256, reference);
 }
 
 fn rpx256(c: &mut Criterion) {
     use miden_crypto::hash::rpx::Rpx256;
-    let reference = miden_reference(Rpx256::merge, Rpx256::hash_elements::<MidenFelt>, false);
+    let reference = miden_reference(Rpx256::merge, Rpx256::hash_elements::<MidenFelt>, |l| {
+        miden_tree_root(l, Rpx256::merge)
+    });
     hasher_group(c, merkle::Rpx256, reference);
 }
 
-/// miden-crypto's `MerkleTree` hashes with Poseidon2: the reference builds trees here.
+/// miden-crypto's `MerkleTree` hashes with Poseidon2: the reference builds its trees.
 fn poseidon2(c: &mut Criterion) {
     use miden_crypto::hash::poseidon2::Poseidon2;
     let reference = miden_reference(
         Poseidon2::merge,
         Poseidon2::hash_elements::<MidenFelt>,
-        true,
+        |leaves| {
+            miden_crypto::merkle::MerkleTree::new(leaves)
+                .unwrap()
+                .root()
+        },
     );
     hasher_group(c, merkle::Poseidon2, reference);
 }

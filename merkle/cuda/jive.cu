@@ -1,95 +1,56 @@
 // RpJive64_256 (winter-crypto 0.13.1): Merkle tree levels (Jive compression) and row hashing,
-// one thread per hash. An 8-element state, capacity s[0..4], rate and digest s[4..8]; rounds
-// are Rp64_256's with the 8 x 8 circulant matrix below. The constant bank holds ARK1 (7 x 8)
-// then ARK2 (7 x 8).
+// on the lane layouts of rescue_lanes.cuh. Rp64_256's rounds on an 8-element state (capacity
+// s[0..4], rate and digest s[4..8]) with the 8 x 8 matrix `Mds8`: a quad of lanes holds two
+// elements per lane (slot t of lane q is element 4t + q), the small levels near the root run
+// on groups of 8 lanes, one element each. The constant bank holds ARK1 (7 x 8) then ARK2
+// (7 x 8).
 
-#include "sponge.cuh"
+#include "rescue_lanes.cuh"
 
-// First row of the circulant MDS matrix: MDS[i][j] = row[(j - i) mod 8].
-__device__ __forceinline__ u64 jive_mds_coefficient(int k) {
-    const u64 row[8] = {23, 8, 13, 10, 7, 6, 21, 8};
-    return row[k];
-}
+struct RpJive64_256 {
+    static constexpr u32 SPLIT_LANES = split_lanes<Mds8>();
 
-// s <- MDS s + ark (coefficients sum to 96: each half's sums stay below 2^39).
-__device__ __forceinline__ void jive_mds_add(u64* s, const ConstantBank& c, int offset) {
-    u64 lo[8], hi[8], out[8];
-#pragma unroll
-    for (int j = 0; j < 8; j++) {
-        lo[j] = s[j] & 0xffffffffull;
-        hi[j] = s[j] >> 32;
-    }
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
-        u64 lo_sum = 0, hi_sum = 0;
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            const u64 coefficient = jive_mds_coefficient((j - i + 8) % 8);
-            lo_sum += coefficient * lo[j];
-            hi_sum += coefficient * hi[j];
-        }
-        const u64 low = lo_sum + (hi_sum << 32);
-        const u64 high = (hi_sum >> 32) + (low < lo_sum ? 1 : 0);
-        const u64 folded = high * EPSILON;
-        u64 sum = low + folded;
-        if (sum < folded) sum += EPSILON;
-        out[i] = gl_add(sum, c.w[offset + i]);
-    }
-#pragma unroll
-    for (int i = 0; i < 8; i++) s[i] = out[i];
-}
-
-__device__ __forceinline__ void jive_permute(u64* s, const ConstantBank& c) {
-#pragma unroll 1
-    for (int r = 0; r < 7; r++) {
-#pragma unroll
-        for (int i = 0; i < 8; i++) s[i] = sbox_one(s[i]);
-        jive_mds_add(s, c, r * 8);
-        inverse_sbox<8>(s);
-        jive_mds_add(s, c, 56 + r * 8);
-    }
-}
-
-struct Jive {
-    // Permutes x = [left, right] and returns x[i] + x[4 + i] + y[i] + y[4 + i], y permuted.
-    static __device__ __forceinline__ Digest merge(const Digest& left, const Digest& right,
-                                                   const ConstantBank& c) {
-        u64 x[8], s[8];
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            x[i] = s[i] = to_mont(left.e[i]);
-            x[4 + i] = s[4 + i] = to_mont(right.e[i]);
-        }
-        jive_permute(s, c);
-        Digest out;
-#pragma unroll
-        for (int i = 0; i < 4; i++)
-            out.e[i] = from_mont(gl_add(gl_add(x[i], x[4 + i]), gl_add(s[i], s[4 + i])));
-        return out;
-    }
-
-    // s[0] = 1 when width is not a multiple of 4; each chunk of four added into the rate, a final
-    // partial chunk followed by a one and zeros (written), then permuted.
-    static __device__ __forceinline__ Digest hash_row(const u64* row, u32 width,
+    // Jive: the permutation y of x = [left, right], and x[i] + x[4 + i] + y[i] + y[4 + i].
+    // Lane q holds elements q and 4 + q, so its digest element q needs no other lane.
+    static __device__ __forceinline__ void merge_quad(const LevelMerge& m,
                                                       const ConstantBank& c) {
-        u64 s[8];
-#pragma unroll
-        for (int i = 0; i < 8; i++) s[i] = 0;
-        if (width % 4 != 0) s[0] = small_to_mont(1);
+        const u32 q = threadIdx.x % 4;
+        u64 x[2] = {to_mont(m.children[q]), to_mont(m.children[4 + q])};
+        const u64 fed_forward = gl_add(x[0], x[1]);
+        permute_quad<RoundOrder::Rescue, Strided<Mds8>>(x, c);
+        if (m.active) m.parent->e[q] = from_mont(gl_add(fed_forward, gl_add(x[0], x[1])));
+    }
+
+    // Lane e holds element e and adds x[e] + y[e] to lane e + 4's, which lane e < 4 writes.
+    static __device__ __forceinline__ void merge_split(const LevelMerge& m,
+                                                       const ConstantBank& c) {
+        const u32 lane = threadIdx.x % SPLIT_LANES;
+        const u64 x = to_mont(m.children[lane]);
+        const u64 sum = gl_add(x, permute_split<RoundOrder::Rescue, Mds8>(x, lane, lane, c));
+        const u32 partner = (threadIdx.x & 31 & ~(SPLIT_LANES - 1)) + (lane + 4) % SPLIT_LANES;
+        const u32 lo = __shfl_sync(0xffffffffu, (u32)sum, partner);
+        const u32 hi = __shfl_sync(0xffffffffu, (u32)(sum >> 32), partner);
+        if (m.active && lane < 4) m.parent->e[lane] = from_mont(gl_add(sum, ((u64)hi << 32) | lo));
+    }
+
+    // A quad of lanes per row: s[0] = 1 when the width is not a multiple of 4; lane q adds
+    // element q of each chunk of four into state element 4 + q, or past a final partial chunk
+    // writes the padding (a one, then zeros); it writes digest element q (state element 4 + q).
+    static __device__ __forceinline__ void hash_row_quad(const u64* in, u32 width, Digest* out,
+                                                         const ConstantBank& c) {
+        const u32 q = threadIdx.x % 4;
+        u64 x[2] = {q == 0 && width % 4 != 0 ? small_to_mont(1) : 0, 0};
         for (u32 taken = 0; taken < width; taken += 4) {
             const u32 chunk = min(width - taken, 4u);
-#pragma unroll
-            for (u32 i = 0; i < 4; i++) {
-                if (i < chunk) s[4 + i] = gl_add(s[4 + i], to_mont(row[taken + i]));
-                else s[4 + i] = i == chunk ? small_to_mont(1) : 0;
+            if (q < chunk) {
+                x[1] = gl_add(x[1], to_mont(in[taken + q]));
+            } else {
+                x[1] = q == chunk ? small_to_mont(1) : 0;
             }
-            jive_permute(s, c);
+            permute_quad<RoundOrder::Rescue, Strided<Mds8>>(x, c);
         }
-        Digest out;
-#pragma unroll
-        for (int i = 0; i < 4; i++) out.e[i] = from_mont(s[4 + i]);
-        return out;
+        out->e[q] = from_mont(x[1]);
     }
 };
 
-TREE_KERNELS(Jive)
+RESCUE_LANE_KERNELS(RpJive64_256)

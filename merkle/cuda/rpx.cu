@@ -1,9 +1,14 @@
-// Rpx256 (miden-crypto 0.28.1): Merkle tree levels and row hashing, one thread per hash.
-// Rounds 0, 2, 4 are Rpo256's; 1, 3, 5 add ARK1[r] and raise each element of the cubic
-// extension F_p[t] / (t^3 - t - 1) held by the triples s[3k..3k+3] to the 7th power; round 6
-// is MDS and ARK1[6]. The constant bank is Rpo256's.
+// Rpx256 (miden-crypto 0.28.1): Merkle tree levels and row hashing on the lane layouts of
+// rescue_lanes.cuh, with miden-crypto's sponge. Rounds 0, 2 and 4 are Rpo256's; 1, 3 and 5 add
+// ARK1[r] and raise each element of the cubic extension F_p[t] / (t^3 - t - 1) held by the
+// triples s[3k..3k+3] to the 7th power; round 6 is MDS and ARK1[6]. The constant bank is
+// Rpo256's.
+//
+// On a quad, lane q holds triple q (the `Triples` arrangement), so the extension rounds need no
+// other lane. On a half warp, lane e holds element e, and each extension round gathers the
+// lane's triple by shuffles and computes its power in all three of its lanes.
 
-#include "rpo.cuh"
+#include "rescue_lanes.cuh"
 
 // a b in F_p[t] / (t^3 - t - 1): t^3 = t + 1 and t^4 = t^2 + t fold the high products down.
 __device__ __forceinline__ void cubic_mul(const u64* a, const u64* b, u64* out) {
@@ -32,29 +37,112 @@ __device__ __forceinline__ void cubic_square(const u64* a, u64* out) {
     out[2] = c2;
 }
 
-// + ARK1[r], then x^7 = (x^2 x)^2 x on each cubic-extension element.
-__device__ __forceinline__ void extension_round(u64* s, const ConstantBank& c, int r) {
-#pragma unroll
-    for (int i = 0; i < 12; i++) s[i] = gl_add(s[i], RESCUE_ARK1(c, r, i));
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        u64 a[3] = {s[3 * k], s[3 * k + 1], s[3 * k + 2]}, t[3], a3[3];
-        cubic_square(a, t);
-        cubic_mul(t, a, a3);
-        cubic_square(a3, t);
-        cubic_mul(t, a, s + 3 * k);
-    }
+// out = a^7 = (a^2 a)^2 a in the cubic extension.
+__device__ __forceinline__ void cubic_power7(const u64* a, u64* out) {
+    u64 t[3], a3[3];
+    cubic_square(a, t);
+    cubic_mul(t, a, a3);
+    cubic_square(a3, t);
+    cubic_mul(t, a, out);
 }
 
-struct Rpx {
-    static __device__ __forceinline__ void permute(u64* s, const ConstantBank& c) {
+// Extension round r on a quad in the `Triples` arrangement: + ARK1[r], then x^7 on this lane's
+// triple.
+__device__ __forceinline__ void extension_round_quad(u64* x, const ConstantBank& c, int r) {
+    const u32 q = threadIdx.x % 4;
+    u64 a[3];
+#pragma unroll
+    for (int t = 0; t < 3; t++) a[t] = gl_add(x[t], ark1<12>(c, r, Triples::element(q, t)));
+    cubic_power7(a, x);
+}
+
+// Extension round r on the half-warp layout: + ARK1[r], then coefficient element % 3 of the
+// 7th power of this lane's triple, gathered from lanes 3k, 3k + 1, 3k + 2 (k = element / 3).
+__device__ __forceinline__ u64 extension_round_split(u64 x, u32 element, const ConstantBank& c,
+                                                     int r) {
+    x = gl_add(x, ark1<12>(c, r, element));
+    const u32 first = (threadIdx.x & 31 & ~(u32)15) + element / 3 * 3;
+    u64 a[3], power[3];
+#pragma unroll
+    for (u32 i = 0; i < 3; i++) {
+        const u32 lo = __shfl_sync(0xffffffffu, (u32)x, first + i);
+        const u32 hi = __shfl_sync(0xffffffffu, (u32)(x >> 32), first + i);
+        a[i] = ((u64)hi << 32) | lo;
+    }
+    cubic_power7(a, power);
+    const u32 coefficient = element % 3;
+    return coefficient == 0 ? power[0] : coefficient == 1 ? power[1] : power[2];
+}
+
+struct Rpx256 {
+    static constexpr u32 SPLIT_LANES = split_lanes<Mds12>();
+
+    static __device__ void permute_quad(u64* x, const ConstantBank& c) {
 #pragma unroll 1
         for (int r = 0; r < 6; r += 2) {
-            rpo_round(s, c, r);
-            extension_round(s, c, r + 1);
+            round_quad<RoundOrder::Rpo, Triples>(x, c, r);
+            extension_round_quad(x, c, r + 1);
         }
-        rpo_mds_add(s, c, 6 * 12);
+        mds_add_quad<Triples>(x, c, 6, false);
+    }
+
+    // Lane q's slots: elements 3q..3q+2 of [left, right, 0, 0, 0, 0] (every lane but 0
+    // straddles two of its parts); the digest s[0..4] is lane 0's triple and lane 1's first
+    // slot.
+    static __device__ __forceinline__ void merge_quad(const LevelMerge& m,
+                                                      const ConstantBank& c) {
+        const u32 q = threadIdx.x % 4;
+        u64 x[3];
+#pragma unroll
+        for (int t = 0; t < 3; t++) {
+            const u32 e = Triples::element(q, t);
+            x[t] = e < 8 ? to_mont(m.children[e]) : 0;
+        }
+        permute_quad(x, c);
+        write_digest(x, m.active ? m.parent : nullptr);
+    }
+
+    static __device__ __forceinline__ void merge_split(const LevelMerge& m,
+                                                       const ConstantBank& c) {
+        const u32 lane = threadIdx.x % SPLIT_LANES;
+        const u32 element = lane < Mds12::WIDTH ? lane : 0;
+        u64 x = lane < 8 ? to_mont(m.children[lane]) : 0;
+#pragma unroll 1
+        for (int r = 0; r < 6; r += 2) {
+            x = round_split<RoundOrder::Rpo, Mds12>(x, lane, element, c, r);
+            x = extension_round_split(x, element, c, r + 1);
+        }
+        x = gl_add(mds_split<Mds12>(x, lane), ark1<12>(c, 6, element));
+        if (m.active && lane < 4) m.parent->e[lane] = from_mont(x);
+    }
+
+    // A quad of lanes per row: s[8] = width mod 8 (lane 2's last slot); each chunk of eight
+    // written into the rate s[0..8] (zero past a final partial chunk), then permuted.
+    static __device__ __forceinline__ void hash_row_quad(const u64* in, u32 width, Digest* out,
+                                                         const ConstantBank& c) {
+        const u32 q = threadIdx.x % 4;
+        u64 x[3] = {0, 0, q == 2 ? small_to_mont(width % 8) : 0};
+        for (u32 taken = 0; taken < width; taken += 8) {
+            const u32 chunk = min(width - taken, 8u);
+#pragma unroll
+            for (int t = 0; t < 3; t++) {
+                const u32 e = Triples::element(q, t);
+                if (e < 8) x[t] = e < chunk ? to_mont(in[taken + e]) : 0;
+            }
+            permute_quad(x, c);
+        }
+        write_digest(x, out);
+    }
+
+    // Writes this lane's part of the digest s[0..4] into `out` (when not null).
+    static __device__ __forceinline__ void write_digest(const u64* x, Digest* out) {
+        const u32 q = threadIdx.x % 4;
+#pragma unroll
+        for (int t = 0; t < 3; t++) {
+            const u32 e = Triples::element(q, t);
+            if (out != nullptr && e < 4) out->e[e] = from_mont(x[t]);
+        }
     }
 };
 
-TREE_KERNELS(MidenSponge<Rpx>)
+RESCUE_LANE_KERNELS(Rpx256)

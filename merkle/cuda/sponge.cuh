@@ -1,8 +1,9 @@
-// What the one-thread-per-hash modules share (rpo.cu, rpx.cu, poseidon2.cu, jive.cu): digests,
-// the constants parameter, miden-crypto's sponge on a 12-element state, and the bodies of the
-// tree-level and row-hashing kernels.
+// What this crate's kernel modules share: digests and the constants parameter; and, for the
+// one-thread-per-hash module (poseidon2.cu), miden-crypto's sponge on a 12-element state and
+// the bodies of the tree-level and row-hashing kernels (the Rescue family runs on the lane
+// layouts of rescue_lanes.cuh).
 //
-// A hasher is a struct with
+// A one-thread-per-hash hasher is a struct with
 //   static __device__ Digest merge(const Digest& left, const Digest& right, const ConstantBank& c);
 //   static __device__ Digest hash_row(const u64* row, u32 width, const ConstantBank& c);
 // and TREE_KERNELS(Hasher) defines the module's kernels `merge_level` and `hash_rows` for it.

@@ -3,17 +3,23 @@
 //!
 //! A tree of `n` leaves lives on the device as its `2n`-digest node array, and each level is
 //! one launch; each hasher's [`DeviceHasher`] names its module, kernels, launch shapes and
-//! constants. Rpx256, Poseidon2 and RpJive64_256 run one thread per hash with the state in
-//! registers (not yet tuned). Rp64_256's and Rpo256's permutations (the same rounds in another
-//! order, `rescue_lanes.cuh`) are compute-bound and long (about 110k instructions), so how a
-//! level is spread matters more than memory traffic:
+//! constants. The Rescue family (Rp64_256, Rpo256, Rpx256, RpJive64_256: `rescue_lanes.cuh`)
+//! has compute-bound, long permutations (about 110k instructions for Rp64_256), so how a level
+//! is spread matters more than memory traffic:
 //!
 //! - levels of at least [`QUAD_MIN_MERGES`] merges (over all trees of a batch) run a quad of
-//!   lanes per merge, three state elements and three independent S-box chains per lane: few
-//!   registers, so many warps per SM keep the pipelines busy (one thread per merge, with all
-//!   twelve chains, needed 142 registers and was 1.2-1.3x slower);
+//!   lanes per merge, three state elements (two for RpJive64_256's 8) and as many independent
+//!   S-box chains per lane: few registers, so many warps per SM keep the pipelines busy (one
+//!   thread per merge, with all twelve chains, needed 142 registers and was 1.2-1.3x slower
+//!   for Rp64_256);
 //! - smaller levels, where that would leave most of the GPU idle while a few lanes walk the
-//!   whole permutation, run one state element per lane on half warps (16 lanes per merge).
+//!   whole permutation, run one state element per lane on half warps (16 lanes per merge; 8
+//!   for RpJive64_256).
+//!
+//! Poseidon2 runs one thread per hash with the state in registers: its 22 internal rounds
+//! raise one element and multiply the other eleven by a diagonal, so lanes sharing a state
+//! would each issue that S-box and exchange the state's sum every round (the crate README's
+//! performance notes count it).
 
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -42,13 +48,20 @@ const QUAD: LaunchShape = LaunchShape {
     threads: 256,
 };
 
-/// Lanes per merge of the split kernel (`SPLIT_LANES` in rescue_lanes.cuh) and its block size.
+/// Lanes per merge of the split kernel of a 12-element state (`split_lanes` in
+/// rescue_lanes.cuh) and its block size.
 const SPLIT: LaunchShape = LaunchShape {
     lanes: 16,
     threads: 256,
 };
 
-/// One thread per hash, the shape of every kernel of `sponge.cuh` (not yet tuned).
+/// The same for RpJive64_256's 8-element state: 8 lanes per merge.
+const SPLIT8: LaunchShape = LaunchShape {
+    lanes: 8,
+    threads: 256,
+};
+
+/// One thread per hash, the shape of the kernels of `sponge.cuh` (Poseidon2; not yet tuned).
 const ONE_PER_THREAD: LaunchShape = LaunchShape {
     lanes: 1,
     threads: 128,
@@ -140,14 +153,14 @@ pub struct DeviceHasher {
     constants: ConstantBank,
 }
 
-/// A hasher on the lane layouts of `rescue_lanes.cuh`: quads of lanes, half warps near the
-/// root; `module` defines `merkle_merge_level`, `merkle_merge_level_split` and
+/// A hasher on the lane layouts of `rescue_lanes.cuh`: quads of lanes, `split` (half warps)
+/// near the root; `module` defines `merkle_merge_level`, `merkle_merge_level_split` and
 /// `merkle_hash_rows`.
-const fn rescue_lanes(module: Module, constants: ConstantBank) -> DeviceHasher {
+const fn rescue_lanes(module: Module, split: LaunchShape, constants: ConstantBank) -> DeviceHasher {
     DeviceHasher {
         module,
         wide: ("merkle_merge_level", QUAD),
-        narrow: ("merkle_merge_level_split", SPLIT),
+        narrow: ("merkle_merge_level_split", split),
         wide_min_merges: QUAD_MIN_MERGES,
         rows: ("merkle_hash_rows", QUAD),
         constants,
@@ -157,6 +170,7 @@ const fn rescue_lanes(module: Module, constants: ConstantBank) -> DeviceHasher {
 /// Rp64_256 (merkle.cu): ARK1 then ARK2.
 pub(crate) const RP64_256: DeviceHasher = rescue_lanes(
     source::MERKLE,
+    SPLIT,
     BankBuilder::new()
         .table(&crate::rescue::ARK1_MONT)
         .table(&crate::rescue::ARK2_MONT)
@@ -178,6 +192,7 @@ const fn one_per_thread(module: Module, constants: ConstantBank) -> DeviceHasher
 /// Rpo256 (rpo.cu): ARK1 then ARK2.
 pub(crate) const RPO256: DeviceHasher = rescue_lanes(
     source::RPO,
+    SPLIT,
     BankBuilder::new()
         .table(&crate::rpo::ARK1_MONT)
         .table(&crate::rpo::ARK2_MONT)
@@ -185,7 +200,7 @@ pub(crate) const RPO256: DeviceHasher = rescue_lanes(
 );
 
 /// Rpx256 (rpx.cu): Rpo256's constants.
-pub(crate) const RPX256: DeviceHasher = one_per_thread(source::RPX, RPO256.constants);
+pub(crate) const RPX256: DeviceHasher = rescue_lanes(source::RPX, SPLIT, RPO256.constants);
 
 /// Poseidon2 (poseidon2.cu): initial external, internal, terminal external constants, then
 /// the internal matrix's diagonal.
@@ -200,8 +215,9 @@ pub(crate) const POSEIDON2: DeviceHasher = one_per_thread(
 );
 
 /// RpJive64_256 (jive.cu): ARK1 then ARK2.
-pub(crate) const RP_JIVE64_256: DeviceHasher = one_per_thread(
+pub(crate) const RP_JIVE64_256: DeviceHasher = rescue_lanes(
     source::JIVE,
+    SPLIT8,
     BankBuilder::new()
         .table(&crate::jive::ARK1_MONT)
         .table(&crate::jive::ARK2_MONT)

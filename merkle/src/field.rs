@@ -116,9 +116,19 @@ pub(crate) fn reduce128(x: u128) -> u64 {
     let hi = (x >> 64) as u64;
     let (h1, h0) = (hi >> 32, hi & EPSILON);
     let (t0, borrow) = lo.overflowing_sub(h1);
-    let t0 = if borrow { t0.wrapping_sub(EPSILON) } else { t0 };
+    // A borrow is rare (lo < h1: about 2^-32 for random products), so it is a branch, which
+    // keeps its fix off the chain of dependent products that a select would lengthen.
+    let t0 = if borrow { fix_borrow(t0) } else { t0 };
     let (t2, carry) = t0.overflowing_add(h0 * EPSILON);
     if carry { t2.wrapping_add(EPSILON) } else { t2 }
+}
+
+/// The borrow fix of [`reduce128`]: `t - EPSILON`, out of line so that the rare case is a
+/// branch.
+#[cold]
+#[inline(never)]
+fn fix_borrow(t: u64) -> u64 {
+    t.wrapping_sub(EPSILON)
 }
 
 /// `a b mod p` for any `a, b < 2^64`, on plain (not Montgomery) forms; see [`reduce128`].

@@ -18,9 +18,10 @@
 //!
 //! Every build goes through the [`MerkleBackend`] trait, implemented by [`Cpu`] (rayon),
 //! [`Cuda`] (feature `cuda`, on by default) and [`Backend`], which picks the GPU when one
-//! is usable. Results are identical on every backend. On the GPU Rp64_256 and Rpo256 run the
-//! tuned lane kernels (a quad of lanes per merge); the other hashers run one thread per hash
-//! with the state in registers, not yet tuned.
+//! is usable. Results are identical on every backend. On the GPU the Rescue family (Rp64_256,
+//! Rpo256, Rpx256, RpJive64_256) runs on lane kernels (a quad of lanes per merge, a half warp
+//! near the root); Poseidon2 runs one thread per hash with the state in registers, which its
+//! cheap partial rounds favour (the crate README's performance notes give each hasher's floor).
 //!
 //! # Example
 //!

@@ -8,24 +8,18 @@ pub const GOLDILOCKS_HEADER: Header = Header {
     text: include_str!("../cuda/goldilocks.cuh"),
 };
 
-/// Digests, the constants parameter, miden-crypto's sponge and the one-thread-per-hash
-/// kernel bodies.
+/// Digests, the constants parameter, and for Poseidon2 miden-crypto's sponge and the
+/// one-thread-per-hash kernel bodies.
 pub const SPONGE_HEADER: Header = Header {
     name: "sponge.cuh",
     text: include_str!("../cuda/sponge.cuh"),
 };
 
-/// The Rescue-Prime permutation of Rp64_256 and Rpo256 spread over lanes (quads and half
-/// warps), and their tree-level kernels.
+/// The Rescue-Prime permutations (Rp64_256, Rpo256, Rpx256, RpJive64_256) spread over lanes
+/// (quads and half warps), and their kernels.
 pub const RESCUE_LANES_HEADER: Header = Header {
     name: "rescue_lanes.cuh",
     text: include_str!("../cuda/rescue_lanes.cuh"),
-};
-
-/// The Rpo256 round on one thread, for Rpx256's rounds.
-pub const RPO_HEADER: Header = Header {
-    name: "rpo.cuh",
-    text: include_str!("../cuda/rpo.cuh"),
 };
 
 /// Rescue Prime Rp64_256: Merkle tree levels and row hashing.
@@ -61,7 +55,6 @@ pub const RPX: Module = Module {
         GOLDILOCKS_HEADER,
         SPONGE_HEADER,
         RESCUE_LANES_HEADER,
-        RPO_HEADER,
     ],
 };
 
@@ -76,7 +69,12 @@ pub const POSEIDON2: Module = Module {
 pub const JIVE: Module = Module {
     name: "merkle_rpjive64_256",
     source: include_str!("../cuda/jive.cu"),
-    headers: &[COMMON, GOLDILOCKS_HEADER, SPONGE_HEADER],
+    headers: &[
+        COMMON,
+        GOLDILOCKS_HEADER,
+        SPONGE_HEADER,
+        RESCUE_LANES_HEADER,
+    ],
 };
 
 /// Every kernel module of this crate (its NVRTC compile test walks this list).
