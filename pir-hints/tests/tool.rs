@@ -569,6 +569,7 @@ fn wait_for_shards(dir: &Path, count: usize, child: &mut std::process::Child) {
 }
 
 #[test]
+#[cfg(unix)]
 fn an_interrupted_sharded_run_resumes_to_the_same_file() {
     let dir = setup(60_000);
     let d = dir.path();
@@ -582,12 +583,21 @@ fn an_interrupted_sharded_run_resumes_to_the_same_file() {
         .concat(),
     );
     let start = || {
-        Command::new(tool())
+        let mut command = Command::new(tool());
+        command
             .current_dir(d)
             .args(&sharded)
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap()
+            .stderr(std::process::Stdio::piped());
+        // SIGINT acts as a terminal's Ctrl-C does: a runner that started the tests as a
+        // background job (SIGINT ignored, which children inherit) would shield the tool.
+        // SAFETY: signal() is async-signal-safe, and nothing else runs before exec.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        command.spawn().unwrap()
     };
     // SIGKILL once the first shard is written, then SIGINT once one more is.
     let work = d.join("work");
