@@ -200,9 +200,10 @@ impl Cuda {
     /// The inverse tables of several permutations of one domain `N` (such as Plinko's
     /// per-block iPRFs), in one buffer: `P_i^-1` of `[0, N)` at `[i N, (i + 1) N)`.
     ///
-    /// Where every round runs over at most [`SMALL_DOMAIN`] values, all tables are built at
-    /// once, a thread block each (one table keeps a single block busy, so this is what makes
-    /// many small tables fast); larger domains are built one after the other. Errors with
+    /// Where every round runs over at most 32,768 values (the shared-memory kernel's domain),
+    /// all tables are built at once, a thread block each (one table keeps a single block busy,
+    /// so this is what makes many small tables fast); larger domains are built one after the
+    /// other. Errors with
     /// [`Error::DomainMismatch`] when the permutations' domains differ, and as
     /// [`Self::inverse_table_device`] for the domain or the combined length.
     pub fn inverse_tables_device<P: Permutation>(
