@@ -35,6 +35,23 @@ fn device_properties_are_read() {
 
 #[test]
 #[ignore = "requires a CUDA GPU"]
+fn l2_fetch_granularity_is_set_and_restored() {
+    // The limit is the context's, which every handle of the device shares: hold the pool's lock
+    // so that no other test of this file sees the changed value.
+    let (_pool, gpu) = first_gpu_holding_pool();
+    let before = gpu.l2_fetch_granularity().unwrap();
+    assert!(before <= 128, "{before}");
+    for bytes in [32, 128] {
+        gpu.set_l2_fetch_granularity(bytes).unwrap();
+        assert_eq!(gpu.l2_fetch_granularity().unwrap(), bytes);
+    }
+    gpu.set_l2_fetch_granularity(before).unwrap();
+    assert_eq!(gpu.l2_fetch_granularity().unwrap(), before);
+    println!("L2 fetch granularity: {before} bytes by default");
+}
+
+#[test]
+#[ignore = "requires a CUDA GPU"]
 fn freed_memory_stays_cached_until_released() {
     let (_pool, gpu) = first_gpu_holding_pool();
     let bytes = 256 << 20;

@@ -55,15 +55,21 @@ __device__ __forceinline__ u64 mod_by(u64 x, u64 d, u64 r) {
     return rem;
 }
 
-// Word i (bytes 4i .. 4i + 4, zero past E) of entry `index`, or 0 if the rows do not hold it.
-__device__ __forceinline__ u32 entry_word(const Rows& rows, u64 index, u32 i) {
-    if (index < rows.row_first || index - rows.row_first >= rows.row_count) return 0;
-    u64 start = (index - rows.row_first) * rows.entry_size + 4ull * i;
+// Word i (bytes 4i .. 4i + 4, zero past E) of the entry at `row` of the rows (row <
+// rows.row_count).
+__device__ __forceinline__ u32 row_word(const Rows& rows, u64 row, u32 i) {
+    u64 start = row * rows.entry_size + 4ull * i;
     if ((rows.entry_size & 3) == 0) return __ldg((const u32*)(rows.bytes + start));
     u32 word = 0;
     for (u32 b = 0; b < 4 && 4 * i + b < rows.entry_size; ++b)
         word |= (u32)__ldg(rows.bytes + start + b) << (8 * b);
     return word;
+}
+
+// Word i of entry `index` (see row_word), or 0 if the rows do not hold it.
+__device__ __forceinline__ u32 entry_word(const Rows& rows, u64 index, u32 i) {
+    if (index < rows.row_first || index - rows.row_first >= rows.row_count) return 0;
+    return row_word(rows, index - rows.row_first, i);
 }
 
 __device__ __forceinline__ void select_block(const ChaChaKey& ks, u64 hint, u64 k, u32 out[16]) {
@@ -251,35 +257,44 @@ pir_subsets(ChaChaKey ks, u64 first, u64 count, u64 blocks, u64 main_hints, u64 
     }
 }
 
-// Rounds of the gather's load loop unrolled together (GATHER_BATCH in the comment below).
+// Rounds of the gather's load loop issued before their units are XORed (see rms24_gather).
 #define GATHER_BATCH 4
+// Threads per block of the gather (cuda.rs THREADS): a warp per hint, each warp with a queue of
+// GATHER_QUEUE entries in shared memory, one for each candidate block of a round of ChaCha
+// groups (32 lanes x 16 blocks).
+#define GATHER_THREADS 128
+#define GATHER_QUEUE 512
+// A queued entry that goes into the second parity (a backup hint's unselected blocks).
+#define GATHER_SECOND (1ull << 63)
 
-// Unit u (bytes sizeof(Unit) u .. + sizeof(Unit)) of entry `index`, or 0 if the rows do not hold
-// it: 8-byte units when E % 8 == 0 (every entry then starts 8-byte aligned), words otherwise.
+// Unit u (bytes sizeof(Unit) u .. + sizeof(Unit)) of the entry at `row` of the rows (row <
+// rows.row_count): 8-byte units when E % 8 == 0 (every entry then starts 8-byte aligned), words
+// otherwise.
 template <class Unit>
-__device__ __forceinline__ Unit entry_unit(const Rows& rows, u64 index, u32 u);
+__device__ __forceinline__ Unit row_unit(const Rows& rows, u64 row, u32 u);
 
 template <>
-__device__ __forceinline__ u32 entry_unit<u32>(const Rows& rows, u64 index, u32 u) {
-    return entry_word(rows, index, u);
+__device__ __forceinline__ u32 row_unit<u32>(const Rows& rows, u64 row, u32 u) {
+    return row_word(rows, row, u);
 }
 
 template <>
-__device__ __forceinline__ u64 entry_unit<u64>(const Rows& rows, u64 index, u32 u) {
-    if (index < rows.row_first || index - rows.row_first >= rows.row_count) return 0;
-    return __ldg((const u64*)(rows.bytes + (index - rows.row_first) * rows.entry_size + 8ull * u));
+__device__ __forceinline__ u64 row_unit<u64>(const Rows& rows, u64 row, u32 u) {
+    return __ldg((const u64*)(rows.bytes + row * rows.entry_size + 8ull * u));
 }
 
 // RMS24, one warp per hint first + t (t < count): XORs the entries of the hint's blocks in
 // block_lo .. block_hi into words `column .. column + 32` of its parities (fewer at the end).
-// Lane l computes the select values and offsets of the 16 blocks of ChaCha group k0 + l; then
-// the warp fetches the chosen entries together: the pass's W units of an entry (Unit: 8 bytes
-// when E % 8 == 0, else 4) go to a group of W lanes, and the lanes are split into G = 32 / W
-// groups, group g loading unit l mod W of the g-th pending entry, so that one load instruction
-// reads G whole entries (contiguous bytes each); 8-byte units double G (40-byte entries: 6
-// entries a load, against 3 with words). The entries are random in the whole database, so a
-// load waits for DRAM: GATHER_BATCH load rounds are issued before any of their units is XORed,
-// so that each warp has that many loads in flight rather than one.
+// The warp takes the blocks 512 at a time: lane l computes the select values and offsets of
+// the 16 blocks of ChaCha group k0 + l and queues, in its warp's shared-memory queue, the row
+// of each entry its hint takes (entries outside the rows are zero and are not queued), flagged
+// GATHER_SECOND for a backup hint's unselected blocks. Then the warp fetches the queued entries
+// together: the pass's W units of an entry (Unit: 8 bytes when E % 8 == 0, else 4) go to a
+// group of W lanes, and the lanes are split into G = 32 / W groups, group g loading unit
+// l mod W of queue slot r G + g in round r, so that one load instruction reads G whole entries
+// (contiguous bytes each: 6 40-byte entries with 8-byte units). The entries are random in the
+// whole database, so a load waits for DRAM: GATHER_BATCH rounds are issued before any of their
+// units is XORed, and every round but the last is full.
 // `summaries` and `parity` are indexed by hint - base, `second` (backups) by hint - second_base.
 template <class Unit>
 __device__ __forceinline__ void rms24_gather(const ChaChaKey& ks, u64 first, u64 count,
@@ -288,9 +303,11 @@ __device__ __forceinline__ void rms24_gather(const ChaChaKey& ks, u64 first, u64
                                              u64 block_lo, u64 block_hi, u64 block_size,
                                              u64 block_size_reciprocal, u32 column, u32* parity,
                                              u32* second) {
+    __shared__ u64 queues[GATHER_THREADS / 32][GATHER_QUEUE];
     constexpr u32 UNIT_WORDS = sizeof(Unit) / 4;
     const u64 t = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     const u32 lane = threadIdx.x & 31;
+    u64* queue = queues[threadIdx.x / 32];
     if (t >= count) return;  // whole warps
     const u64 hint = first + t;
     const HintSummary s = summaries[hint - base];
@@ -300,47 +317,56 @@ __device__ __forceinline__ void rms24_gather(const ChaChaKey& ks, u64 first, u64
     const u32 width = (pass_words + UNIT_WORDS - 1) / UNIT_WORDS;
     const u32 groups = 32 / width, group = lane / width, unit = lane % width;
     const u32 column_unit = column / UNIT_WORDS;
+    const u32 lanes_below = (1u << lane) - 1;
     Unit acc = 0, acc2 = 0;
 
     for (u64 k0 = block_lo / 16; 16 * k0 < block_hi; k0 += 32) {
         const u64 k = k0 + lane;
-        u32 v[16], o[16], o2[16];
+        u32 v[16];
         select_block(ks, hint, k, v);
-        chacha_block<8>(ks, (u32)(2 * k), (u32)hint, (u32)(hint >> 32), TAG_OFFS, o);
-        chacha_block<8>(ks, (u32)(2 * k + 1), (u32)hint, (u32)(hint >> 32), TAG_OFFS, o2);
+        u32 queued = 0;
 #pragma unroll
-        for (int i = 0; i < 16; ++i) {
-            const u64 a = 16 * k + i;
-            const bool selected = v[i] < s.cutoff;
-            // 1: into the parity, 2: into the second parity, 0: not taken.
-            u32 target = selected || (is_main && a == s.extra) ? 1 : (is_main ? 0 : 2);
-            if (a < block_lo || a >= block_hi) target = 0;
-            const u32 lo = i < 8 ? o[2 * i] : o2[2 * i - 16];
-            const u32 hi = i < 8 ? o[2 * i + 1] : o2[2 * i - 15];
-            const u64 entry =
-                a * block_size + mod_by(((u64)hi << 32) | lo, block_size, block_size_reciprocal);
-            u32 pending = __ballot_sync(0xffffffffu, target != 0);
-            while (pending) {
-                Unit units[GATHER_BATCH];
-                u32 into[GATHER_BATCH];
+        for (int half = 0; half < 2; ++half) {
+            u32 o[16];  // the offsets of blocks 16 k + 8 half .. + 8, two words each
+            chacha_block<8>(ks, (u32)(2 * k + half), (u32)hint, (u32)(hint >> 32), TAG_OFFS, o);
 #pragma unroll
-                for (int b = 0; b < GATHER_BATCH; ++b) {
-                    u32 rest = pending;  // this group's entry: the (group + 1)-th pending one
-                    for (u32 g = 0; g < group && rest; ++g) rest &= rest - 1;
-                    const u32 source = rest ? __ffs(rest) - 1 : 32;
-                    const u32 from = source < 32 ? source : lane;
-                    const u64 e = __shfl_sync(0xffffffffu, entry, from);
-                    into[b] = __shfl_sync(0xffffffffu, target, from);
-                    const bool mine = group < groups && source < 32;
-                    units[b] = mine ? entry_unit<Unit>(rows, e, column_unit + unit) : 0;
-                    for (u32 g = 0; g < groups && pending; ++g) pending &= pending - 1;
-                }
-#pragma unroll
-                for (int b = 0; b < GATHER_BATCH; ++b) {
-                    if (into[b] == 1) acc ^= units[b]; else acc2 ^= units[b];
-                }
+            for (int j = 0; j < 8; ++j) {
+                const int i = 8 * half + j;
+                const u64 a = 16 * k + i;
+                const bool selected = v[i] < s.cutoff;
+                const bool taken = a >= block_lo && a < block_hi &&
+                                   (selected || !is_main || a == s.extra);
+                const u64 entry = a * block_size + mod_by(((u64)o[2 * j + 1] << 32) | o[2 * j],
+                                                          block_size, block_size_reciprocal);
+                const u64 row = entry - rows.row_first;  // wraps below the rows: not queued
+                const bool queue_it = taken && row < rows.row_count;
+                const u32 queueing = __ballot_sync(0xffffffffu, queue_it);
+                if (queue_it)
+                    queue[queued + __popc(queueing & lanes_below)] =
+                        row | (selected || is_main ? 0 : GATHER_SECOND);
+                queued += __popc(queueing);
             }
         }
+        __syncwarp();
+        for (u32 round = 0; round * groups < queued; round += GATHER_BATCH) {
+            Unit units[GATHER_BATCH];
+            bool to_second[GATHER_BATCH];
+#pragma unroll
+            for (int b = 0; b < GATHER_BATCH; ++b) {
+                const u32 slot = (round + b) * groups + group;
+                const bool mine = group < groups && slot < queued;
+                const u64 queued_row = mine ? queue[slot] : 0;
+                to_second[b] = (queued_row & GATHER_SECOND) != 0;
+                units[b] = mine ? row_unit<Unit>(rows, queued_row & ~GATHER_SECOND,
+                                                 column_unit + unit)
+                                : 0;
+            }
+#pragma unroll
+            for (int b = 0; b < GATHER_BATCH; ++b) {
+                if (to_second[b]) acc2 ^= units[b]; else acc ^= units[b];
+            }
+        }
+        __syncwarp();  // the queue is read before the next round of blocks overwrites it
     }
     // Fold the groups' partial units into group 0, which writes them.
     for (u32 g = 1; g < groups; ++g) {
@@ -362,11 +388,11 @@ __device__ __forceinline__ void rms24_gather(const ChaChaKey& ks, u64 first, u64
 
 // rms24_gather with 8-byte units (E % 8 == 0) and with words.
 #define RMS24_GATHER_KERNEL(NAME, UNIT)                                                       \
-    extern "C" __global__ void NAME(ChaChaKey ks, u64 first, u64 count, u64 main_hints,       \
-                                    u64 base, u64 second_base, const HintSummary* summaries,  \
-                                    const u8* row_bytes, RowShape shape, u64 block_lo,        \
-                                    u64 block_hi, u64 block_size, u64 block_size_reciprocal,  \
-                                    u32 column, u32* parity, u32* second) {                   \
+    extern "C" __global__ void __launch_bounds__(GATHER_THREADS)                              \
+        NAME(ChaChaKey ks, u64 first, u64 count, u64 main_hints, u64 base, u64 second_base,   \
+             const HintSummary* summaries, const u8* row_bytes, RowShape shape, u64 block_lo, \
+             u64 block_hi, u64 block_size, u64 block_size_reciprocal, u32 column, u32* parity, \
+             u32* second) {                                                                   \
         rms24_gather<UNIT>(ks, first, count, main_hints, base, second_base, summaries,        \
                            make_rows(row_bytes, shape), block_lo, block_hi, block_size,       \
                            block_size_reciprocal, column, parity, second);                    \
