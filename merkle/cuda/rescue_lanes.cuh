@@ -63,24 +63,47 @@ struct Mds8 {  // RpJive64_256
 // The MDS step's sums run on the FP64 pipe, which the S-box chains leave idle (their wide
 // integer products keep the FMA pipe busy): each input is split into 32-bit halves, and
 // sum_k row[k] half_k (the coefficients sum to 160 or 96, below 2^8, so below 2^40) is
-// computed exactly in doubles. Each sum starts at 2^52, so that the integer sits in the low
-// mantissa bits of the result: every partial sum is an integer in [2^52, 2^53), where doubles
-// have unit spacing. Measured on an H100 against wide integer products for the sums: a
-// 2^19-merge level 3.19 -> 3.07 ms; the halves converted by I2F beat building 2^52 + half from
-// its bits and subtracting 2^52 (3.11 ms: a register move and a DADD per half).
-#define MDS_SUM_START 0x1p52
-#define MDS_SUM_BIAS 0x4330000000000000ull  // the bits of 2^52
+// computed exactly in doubles. Each sum starts at 2^52 plus the same half of the round
+// constant that follows the step (below 2^32), so that the integer sits in the low mantissa
+// bits of the result: every partial sum is an integer in [2^52, 2^53), where doubles have unit
+// spacing, and MDS x + ARK comes out of one reduction. Measured on an H100 against wide
+// integer products for the sums: a 2^19-merge level 3.19 -> 3.07 ms; the halves converted by
+// I2F beat building 2^52 + half from its bits and subtracting 2^52 (3.11 ms: a register move
+// and a DADD per half). Starting the sums at the constant replaces a modular addition (12
+// instructions) after the reduction by a canonical reduction 12 instructions shorter than the
+// two together (SASS counted with NVRTC 12.9 for sm_90).
+#define MDS_SUM_BIAS_HIGH 0x43300000u  // the high word of the bits of 2^52
 
-// Reduces lo_sum + 2^32 hi_sum mod p, both sums given as 2^52 + sum (each sum below 2^41).
+// 2^52 + h as a double, made from its bits (exact for every h < 2^32): where a sum starts.
+__device__ __forceinline__ double mds_sum_start(u32 h) {
+    return __hiloint2double((int)MDS_SUM_BIAS_HIGH, (int)h);
+}
+
+// The sums' starts for round constant k: 2^52 + its low half and 2^52 + its high half.
+__device__ __forceinline__ void mds_sums_start(u64 k, double& lo_sum, double& hi_sum) {
+    lo_sum = mds_sum_start((u32)k);
+    hi_sum = mds_sum_start((u32)(k >> 32));
+}
+
+// The canonical value of lo_sum + 2^32 hi_sum mod p, both sums given as 2^52 + sum, each sum
+// below 2^41. With lo_sum = L0 + 2^32 L1 and hi_sum = H0 + 2^32 H1 (L1, H1 < 2^9, read from
+// the high words of the doubles' bits), the value is L0 + 2^32 (L1 + H0) + 2^64 H1, and
+// 2^64 = 2^32 - 1 mod p turns it into (H0:L0) + fold with fold = 2^32 (L1 + H1) - H1, which
+// is below 2^42 and not negative (H1 > 0 makes L1 + H1 > 0). A sum past 2^64 is then below
+// 2^42, and adding EPSILON (2^64 mod p) keeps it below p; a sum at or above p is brought below
+// it by the same addition modulo 2^64, which then carries out. merkle/src/field.rs models it
+// word by word (gpu_mds_sum_reduction_is_canonical_and_exact).
 __device__ __forceinline__ u64 reduce_mds_sums(double lo_biased, double hi_biased) {
-    const u64 lo_sum = (u64)__double_as_longlong(lo_biased) - MDS_SUM_BIAS;
-    const u64 hi_sum = (u64)__double_as_longlong(hi_biased) - MDS_SUM_BIAS;
-    u64 low = lo_sum + (hi_sum << 32);
-    u64 high = (hi_sum >> 32) + (low < lo_sum ? 1 : 0);
-    u64 folded = high * EPSILON;  // high < 2^9, so no wrap
-    u64 sum = low + folded;
-    if (sum < folded) sum += EPSILON;
-    return sum;
+    const u64 lo_bits = (u64)__double_as_longlong(lo_biased);
+    const u64 hi_bits = (u64)__double_as_longlong(hi_biased);
+    const u32 h1 = (u32)(hi_bits >> 32) - MDS_SUM_BIAS_HIGH;
+    const u32 l1_h1 = (u32)(lo_bits >> 32) + (u32)(hi_bits >> 32) - 2 * MDS_SUM_BIAS_HIGH;
+    const u64 low = ((u64)(u32)hi_bits << 32) | (u32)lo_bits;  // H0:L0
+    const u64 fold = ((u64)l1_h1 << 32) - h1;
+    const u64 sum = low + fold;
+    const bool wrapped = sum < fold;
+    const u64 lowered = sum + EPSILON;
+    return wrapped || lowered < sum ? lowered : sum;
 }
 
 // Adds coefficient (lo + 2^32 hi) into a biased pair of sums.
@@ -96,12 +119,13 @@ __device__ __forceinline__ constexpr u32 split_lanes() {
     return M::WIDTH <= 8 ? 8 : 16;
 }
 
-// The MDS step on the half-warp layout: out_i = sum_k row[k] s[(i + k) mod WIDTH], each s
-// gathered by a shuffle within the lane group.
+// The MDS step and a round constant on the half-warp layout: out_i = sum_k row[k]
+// s[(i + k) mod WIDTH] + ark, each s gathered by a shuffle within the lane group; canonical.
 template <class M>
-__device__ __forceinline__ u64 mds_split(u64 x, u32 lane) {
+__device__ __forceinline__ u64 mds_split(u64 x, u32 lane, u64 ark) {
     constexpr u32 LANES = split_lanes<M>();
-    double lo_sum = MDS_SUM_START, hi_sum = MDS_SUM_START;
+    double lo_sum, hi_sum;
+    mds_sums_start(ark, lo_sum, hi_sum);
     const u32 base = threadIdx.x & 31 & ~(LANES - 1);  // first lane of this group
 #pragma unroll
     for (int k = 0; k < M::WIDTH; k++) {
@@ -148,16 +172,20 @@ struct Triples {
     static __device__ __forceinline__ constexpr int out_offset(int t) { return t; }
 };
 
-// The MDS step on a quad of lanes in arrangement A (x: this lane's slots). Each gathered input
-// goes straight into the outputs' sums, so that only the sums stay live.
+// x <- MDS x + ARK (ARK1 when `second` is false, else ARK2) on a quad in arrangement A (x:
+// this lane's slots), canonical. Each gathered input goes straight into the outputs' sums, so
+// that only the sums stay live.
 template <class A>
-__device__ __forceinline__ void mds_quad(u64* x) {
+__device__ __forceinline__ void mds_add_quad(u64* x, const ConstantBank& c, int r, bool second) {
     constexpr int W = A::Mds::WIDTH, S = A::SLOTS;
     const u32 q = threadIdx.x % 4;
     const u32 quad_mask = 0xfu << (threadIdx.x % 32 & ~3u);
     double lo_sum[S], hi_sum[S];
 #pragma unroll
-    for (int t = 0; t < S; t++) lo_sum[t] = hi_sum[t] = MDS_SUM_START;
+    for (int t = 0; t < S; t++) {
+        const u32 e = A::element(q, t);
+        mds_sums_start(second ? ark2<W>(c, r, e) : ark1<W>(c, r, e), lo_sum[t], hi_sum[t]);
+    }
 #pragma unroll
     for (int j = 0; j < W; j++) {
         const u64 v = A::sent(x, q, j);
@@ -180,19 +208,6 @@ template <int S>
 __device__ __forceinline__ void sbox(u64* x) {
 #pragma unroll
     for (int t = 0; t < S; t++) x[t] = sbox_one(x[t]);
-}
-
-// x <- MDS x + ARK (ARK1 when `second` is false, else ARK2) on a quad in arrangement A.
-template <class A>
-__device__ __forceinline__ void mds_add_quad(u64* x, const ConstantBank& c, int r, bool second) {
-    constexpr int W = A::Mds::WIDTH;
-    const u32 q = threadIdx.x % 4;
-    mds_quad<A>(x);
-#pragma unroll
-    for (int t = 0; t < A::SLOTS; t++) {
-        const u32 e = A::element(q, t);
-        x[t] = gl_add(x[t], second ? ark2<W>(c, r, e) : ark1<W>(c, r, e));
-    }
 }
 
 // Round r of the permutation on a quad of lanes in arrangement A (x: this lane's slots).
@@ -223,13 +238,13 @@ template <RoundOrder ORDER, class M>
 __device__ __forceinline__ u64 round_split(u64 x, u32 lane, u32 element, const ConstantBank& c,
                                            int r) {
     if (ORDER == RoundOrder::Rescue) x = sbox_one(x);
-    x = gl_add(mds_split<M>(x, lane), ark1<M::WIDTH>(c, r, element));
+    x = mds_split<M>(x, lane, ark1<M::WIDTH>(c, r, element));
     if (ORDER == RoundOrder::Rescue) {
         inverse_sbox<1>(&x);
     } else {
         x = sbox_one(x);
     }
-    x = gl_add(mds_split<M>(x, lane), ark2<M::WIDTH>(c, r, element));
+    x = mds_split<M>(x, lane, ark2<M::WIDTH>(c, r, element));
     if (ORDER == RoundOrder::Rpo) inverse_sbox<1>(&x);
     return x;
 }
@@ -284,16 +299,29 @@ template <RoundOrder ORDER, class Layout>
 struct SpongeMerge {
     static constexpr u32 SPLIT_LANES = split_lanes<Mds12>();
 
-    // Lane q holds element q of each child and writes element q of the parent.
+    // Lane q holds state elements 3q..3q+2 (the `Triples` arrangement, whose MDS step needs no
+    // selects: 183 instructions per lane against 200 for `Strided`) and writes the parent's
+    // elements among them. Which part of the sponge a slot holds depends on the lane here, so
+    // the loads and stores are predicated; they run once per merge.
     static __device__ __forceinline__ void merge_quad(const LevelMerge& m,
                                                       const ConstantBank& c) {
         const u32 q = threadIdx.x % 4;
         u64 x[3];
-        x[Layout::CAPACITY] = q == 0 ? small_to_mont(Layout::MERGE_LENGTH) : 0;
-        x[Layout::LEFT] = to_mont(m.children[q]);
-        x[Layout::RIGHT] = to_mont(m.children[4 + q]);
-        permute_quad<ORDER, Strided<Mds12>>(x, c);
-        if (m.active) m.parent->e[q] = from_mont(x[Layout::LEFT]);
+#pragma unroll
+        for (int t = 0; t < 3; t++) {
+            const u32 e = Triples::element(q, t);
+            if (e / 4 == Layout::CAPACITY) {
+                x[t] = e % 4 == 0 ? small_to_mont(Layout::MERGE_LENGTH) : 0;
+            } else {
+                x[t] = to_mont(m.children[e - 4 * Layout::LEFT]);
+            }
+        }
+        permute_quad<ORDER, Triples>(x, c);
+#pragma unroll
+        for (int t = 0; t < 3; t++) {
+            const u32 e = Triples::element(q, t);
+            if (m.active && e / 4 == Layout::LEFT) m.parent->e[e % 4] = from_mont(x[t]);
+        }
     }
 
     static __device__ __forceinline__ void merge_split(const LevelMerge& m,

@@ -112,7 +112,7 @@ struct Rpx256 {
             x = round_split<RoundOrder::Rpo, Mds12>(x, lane, element, c, r);
             x = extension_round_split(x, element, c, r + 1);
         }
-        x = gl_add(mds_split<Mds12>(x, lane), ark1<12>(c, 6, element));
+        x = mds_split<Mds12>(x, lane, ark1<12>(c, 6, element));
         if (m.active && lane < 4) m.parent->e[lane] = from_mont(x);
     }
 

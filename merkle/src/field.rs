@@ -318,6 +318,60 @@ mod tests {
         }
     }
 
+    /// The GPU's reduction of the MDS step's sums (`reduce_mds_sums` in
+    /// merkle/cuda/rescue_lanes.cuh), step by step on the words of the doubles `2^52 + sum` as
+    /// the kernel reads them: it must be canonical and equal `(lo + 2^32 hi) mod p` for every
+    /// pair of sums below 2^41, at the edges where the fold is zero, the sum wraps past 2^64 or
+    /// lands at or above p, and on random sums.
+    #[test]
+    fn gpu_mds_sum_reduction_is_canonical_and_exact() {
+        const BIAS_HIGH: u32 = 0x4330_0000;
+        fn gpu_words(lo_sum: u64, hi_sum: u64) -> u64 {
+            // The bits of the double 2^52 + sum, for sum < 2^52.
+            let bits = |sum: u64| (u64::from(BIAS_HIGH) << 32) + sum;
+            let (lo_bits, hi_bits) = (bits(lo_sum), bits(hi_sum));
+            let high = |bits: u64| (bits >> 32) as u32;
+            let h1 = high(hi_bits).wrapping_sub(BIAS_HIGH);
+            let l1_h1 = high(lo_bits)
+                .wrapping_add(high(hi_bits))
+                .wrapping_sub(2 * BIAS_HIGH);
+            let low = (u64::from(hi_bits as u32) << 32) | u64::from(lo_bits as u32);
+            let fold = (u64::from(l1_h1) << 32) - u64::from(h1);
+            let (sum, wrapped) = low.overflowing_add(fold);
+            let (lowered, carried) = sum.overflowing_add(EPSILON);
+            if wrapped || carried { lowered } else { sum }
+        }
+        let check = |lo: u64, hi: u64| {
+            let expected = ((u128::from(lo) + (u128::from(hi) << 32)) % u128::from(MODULUS)) as u64;
+            assert_eq!(gpu_words(lo, hi), expected, "lo {lo:#x}, hi {hi:#x}");
+        };
+        let top = (1u64 << 41) - 1;
+        let edges = [
+            0,
+            1,
+            EPSILON - 1,
+            EPSILON,
+            1 << 32,
+            (1 << 32) + 1,
+            (2 << 32) - 1,
+            161 * EPSILON,
+            top - EPSILON,
+            top,
+        ];
+        for &lo in &edges {
+            for &hi in &edges {
+                check(lo, hi);
+            }
+        }
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..10_000 {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            let lo = (seed >> 7) & top;
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            check(lo, (seed >> 7) & top);
+        }
+    }
+
     #[test]
     fn montgomery_form_round_trips() {
         for &x in &EDGES {
