@@ -45,6 +45,11 @@ fn l2_fetch_granularity_is_set_and_restored() {
         gpu.set_l2_fetch_granularity(bytes).unwrap();
         assert_eq!(gpu.l2_fetch_granularity().unwrap(), bytes);
     }
+    // Extreme requests are taken as the largest granularity, never an error or a panic.
+    for bytes in [129, usize::MAX] {
+        gpu.set_l2_fetch_granularity(bytes).unwrap();
+        assert_eq!(gpu.l2_fetch_granularity().unwrap(), 128);
+    }
     gpu.set_l2_fetch_granularity(before).unwrap();
     assert_eq!(gpu.l2_fetch_granularity().unwrap(), before);
     println!("L2 fetch granularity: {before} bytes by default");
