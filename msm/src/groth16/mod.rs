@@ -54,10 +54,9 @@ mod witness;
 use ark_ec::CurveGroup;
 use ark_ec::pairing::Pairing;
 use ark_ec::short_weierstrass::{Affine, Projective};
-use ark_ff::{UniformRand, Zero};
+use ark_ff::Zero;
 use ark_groth16::{Proof, ProvingKey};
 use ark_relations::r1cs::ConstraintSynthesizer;
-use ark_std::rand::Rng;
 
 pub use chain::SquareChain;
 #[cfg(feature = "cuda")]
@@ -99,6 +98,53 @@ impl Groth16Curve for ark_bn254::Bn254 {
     type G2Config = ark_bn254::g2::Config;
 }
 
+/// The proving methods of [`Groth16Prover`] and [`ResidentProver`]: `prove` and
+/// `prove_random`, through [`prove`] with the prover's [`QueryMsms`] and key.
+macro_rules! proof_methods {
+    () => {
+        /// A proof for `circuit` with the randomness `r` and `s`: the proof ark-groth16's
+        /// `Groth16::<E>::create_proof_with_reduction(circuit, key, r, s)` gives. `r` and `s`
+        /// must be uniformly random and secret for the proof to hide the witness.
+        ///
+        /// # Errors
+        ///
+        /// [`Error::Synthesis`](crate::Error::Synthesis) when the circuit fails to synthesize,
+        /// [`Error::Unsatisfied`](crate::Error::Unsatisfied) when its witness breaks a
+        /// constraint, [`Error::KeyMismatch`](crate::Error::KeyMismatch) when the key was made
+        /// for a circuit of another shape, and the MSMs' errors
+        /// ([`Error::Gpu`](crate::Error::Gpu), [`Error::OutOfMemory`](crate::Error::OutOfMemory),
+        /// ...).
+        pub fn prove<C: ark_relations::r1cs::ConstraintSynthesizer<E::ScalarField>>(
+            &self,
+            circuit: C,
+            r: E::ScalarField,
+            s: E::ScalarField,
+        ) -> Result<ark_groth16::Proof<E>, crate::Error> {
+            crate::groth16::prove(self.key, self, circuit, r, s)
+        }
+
+        /// A proof for `circuit` with `r` and `s` drawn from `rng` (in this order, as
+        /// ark-groth16's `Groth16::<E>::prove` does).
+        ///
+        /// # Errors
+        ///
+        /// As `prove`.
+        pub fn prove_random<
+            C: ark_relations::r1cs::ConstraintSynthesizer<E::ScalarField>,
+            R: ark_std::rand::Rng + ?Sized,
+        >(
+            &self,
+            circuit: C,
+            rng: &mut R,
+        ) -> Result<ark_groth16::Proof<E>, crate::Error> {
+            let r = <E::ScalarField as ark_ff::UniformRand>::rand(rng);
+            let s = <E::ScalarField as ark_ff::UniformRand>::rand(rng);
+            self.prove(circuit, r, s)
+        }
+    };
+}
+use proof_methods;
+
 /// A Groth16 prover for one proving key whose MSMs run on the backends `G1` (the four G1
 /// MSMs) and `G2` (B in G2). The bases go to the backend at every proof (a [`Cuda`](crate::Cuda)
 /// backend uploads them each time); [`ResidentProver`] keeps them on the GPU.
@@ -127,40 +173,7 @@ where
         self.key
     }
 
-    /// A proof for `circuit` with the randomness `r` and `s`: the proof ark-groth16's
-    /// `Groth16::<E>::create_proof_with_reduction(circuit, key, r, s)` gives. `r` and `s` must
-    /// be uniformly random and secret for the proof to hide the witness.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Synthesis`] when the circuit fails to synthesize, [`Error::Unsatisfied`] when
-    /// its witness breaks a constraint, [`Error::KeyMismatch`] when the key was made for a
-    /// circuit of another shape, and the backends' errors ([`Error::Gpu`](crate::Error),
-    /// [`Error::OutOfMemory`], ...).
-    pub fn prove<C: ConstraintSynthesizer<E::ScalarField>>(
-        &self,
-        circuit: C,
-        r: E::ScalarField,
-        s: E::ScalarField,
-    ) -> Result<Proof<E>, Error> {
-        prove(self.key, self, circuit, r, s)
-    }
-
-    /// A proof for `circuit` with `r` and `s` drawn from `rng` (in this order, as ark-groth16's
-    /// `Groth16::<E>::prove` does).
-    ///
-    /// # Errors
-    ///
-    /// As [`Groth16Prover::prove`].
-    pub fn prove_random<C: ConstraintSynthesizer<E::ScalarField>, R: Rng + ?Sized>(
-        &self,
-        circuit: C,
-        rng: &mut R,
-    ) -> Result<Proof<E>, Error> {
-        let r = E::ScalarField::rand(rng);
-        let s = E::ScalarField::rand(rng);
-        self.prove(circuit, r, s)
-    }
+    proof_methods!();
 }
 
 /// A G1 query vector of the proving key.

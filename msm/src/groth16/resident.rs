@@ -1,11 +1,8 @@
 //! [`ResidentProver`]: the proving key's query vectors kept on the GPU for many proofs.
 
-use ark_ff::UniformRand;
-use ark_groth16::{Proof, ProvingKey};
-use ark_relations::r1cs::ConstraintSynthesizer;
-use ark_std::rand::Rng;
+use ark_groth16::ProvingKey;
 
-use super::{G1Query, Groth16Curve, QueryMsms, b_g2_bases, prove};
+use super::{G1Query, Groth16Curve, QueryMsms, b_g2_bases, proof_methods};
 use crate::{ContextOptions, Cuda, Error, MsmContext};
 
 /// A Groth16 prover for one proving key whose five query vectors stay on one GPU, each in an
@@ -92,36 +89,7 @@ impl<'k, E: Groth16Curve> ResidentProver<'k, E> {
         self.key
     }
 
-    /// A proof for `circuit` with the randomness `r` and `s`, as
-    /// [`Groth16Prover::prove`](super::Groth16Prover::prove).
-    ///
-    /// # Errors
-    ///
-    /// As [`Groth16Prover::prove`](super::Groth16Prover::prove).
-    pub fn prove<C: ConstraintSynthesizer<E::ScalarField>>(
-        &self,
-        circuit: C,
-        r: E::ScalarField,
-        s: E::ScalarField,
-    ) -> Result<Proof<E>, Error> {
-        prove(self.key, self, circuit, r, s)
-    }
-
-    /// A proof for `circuit` with `r` and `s` drawn from `rng`, as
-    /// [`Groth16Prover::prove_random`](super::Groth16Prover::prove_random).
-    ///
-    /// # Errors
-    ///
-    /// As [`Groth16Prover::prove`](super::Groth16Prover::prove).
-    pub fn prove_random<C: ConstraintSynthesizer<E::ScalarField>, R: Rng + ?Sized>(
-        &self,
-        circuit: C,
-        rng: &mut R,
-    ) -> Result<Proof<E>, Error> {
-        let r = E::ScalarField::rand(rng);
-        let s = E::ScalarField::rand(rng);
-        self.prove(circuit, r, s)
-    }
+    proof_methods!();
 }
 
 /// A context over `bases`, or `None` when there are none.
