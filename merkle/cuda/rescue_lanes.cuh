@@ -300,8 +300,8 @@ struct SpongeMerge {
     static constexpr u32 SPLIT_LANES = split_lanes<Mds12>();
 
     // Lane q holds state elements 3q..3q+2 (the `Triples` arrangement, whose MDS step needs no
-    // selects: 183 instructions per lane against 200 for `Strided`) and writes the parent's
-    // elements among them. Which part of the sponge a slot holds depends on the lane here, so
+    // selects: 172 instructions per lane with the round constants against 193 for `Strided`)
+    // and writes the parent's elements among them. Which part of the sponge a slot holds depends on the lane here, so
     // the loads and stores are predicated; they run once per merge.
     static __device__ __forceinline__ void merge_quad(const LevelMerge& m,
                                                       const ConstantBank& c) {
