@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::ffi::{CStr, CString, c_char, c_int};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use sha2::{Digest, Sha256};
@@ -294,11 +295,12 @@ pub const CHECKED_ARCHITECTURES: [ComputeCapability; 2] =
     [ComputeCapability::new(8, 0), ComputeCapability::new(9, 0)];
 
 /// Compiles every module for every [`CHECKED_ARCHITECTURES`] entry, with no cache, and
-/// returns the size of each machine-code image: the NVRTC compile check each crate runs on
-/// its own modules. A module whose includes name no header of its own is an error before
-/// NVRTC runs. Needs NVRTC but no GPU.
+/// returns the size of each machine-code image, in module then architecture order: the NVRTC
+/// compile check each crate runs on its own modules. A module whose includes name no header of
+/// its own is an error before NVRTC runs. The compilations share as many threads as the
+/// machine has cores (NVRTC compiles distinct programs concurrently); the first failure in
+/// the order above is returned. Needs NVRTC but no GPU.
 pub fn check_modules(modules: &[Module]) -> Result<Vec<(&'static str, ComputeCapability, usize)>> {
-    let mut sizes = Vec::new();
     for module in modules {
         let missing = module.unresolved_includes();
         if !missing.is_empty() {
@@ -307,18 +309,57 @@ pub fn check_modules(modules: &[Module]) -> Result<Vec<(&'static str, ComputeCap
                 log: format!("includes {missing:?}, which are not among the module's headers"),
             });
         }
-        for cc in CHECKED_ARCHITECTURES {
-            let image = compile_module(module, cc)?;
-            if !image.starts_with(b"\x7fELF") {
-                return Err(GpuError::Compile {
-                    module: module.name.to_owned(),
-                    log: format!("NVRTC did not return a cubin for {cc}"),
-                });
-            }
-            sizes.push((module.name, cc, image.len()));
-        }
     }
-    Ok(sizes)
+    let jobs: Vec<(&Module, ComputeCapability)> = modules
+        .iter()
+        .flat_map(|module| CHECKED_ARCHITECTURES.map(|cc| (module, cc)))
+        .collect();
+    let next = AtomicUsize::new(0);
+    // Each worker takes the next job until none is left, and returns (job, image size).
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let job = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&(module, cc)) = jobs.get(job) else {
+                return done;
+            };
+            done.push((job, checked_image_size(module, cc)));
+        }
+    };
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let mut done: Vec<(usize, Result<usize>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads.min(jobs.len()))
+            .map(|_| scope.spawn(work))
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|worker| {
+                worker
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    done.sort_by_key(|&(job, _)| job);
+    done.into_iter()
+        .map(|(job, size)| {
+            let (module, cc) = jobs[job];
+            size.map(|bytes| (module.name, cc, bytes))
+        })
+        .collect()
+}
+
+/// The size of `module`'s machine code for `cc`, compiled without the cache; an error unless
+/// NVRTC returned a cubin.
+fn checked_image_size(module: &Module, cc: ComputeCapability) -> Result<usize> {
+    let image = compile_module(module, cc)?;
+    if !image.starts_with(b"\x7fELF") {
+        return Err(GpuError::Compile {
+            module: module.name.to_owned(),
+            log: format!("NVRTC did not return a cubin for {cc}"),
+        });
+    }
+    Ok(image.len())
 }
 
 /// Where compiled images are cached, or `None` when caching is off.
