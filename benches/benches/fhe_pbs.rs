@@ -12,7 +12,7 @@
 //! `PARAM_GPU_MULTI_BIT_GROUP_4_MESSAGE_2_CARRY_2` on the CPU (batches up to 16) and on the
 //! GPU (batches up to 4,096). `ks-pbs-batch-device/<backend>/<size>` are batches resident on
 //! the GPU (`Cuda::keyswitch_bootstrap_on_device`, waited for; no transfer), as TFHE-rs's
-//! GPU figures are. Keys come from a fixed seed; every output is decrypted and checked once
+//! GPU figures are; size 1 is one ciphertext's latency without the transfers. Keys come from a fixed seed; every output is decrypted and checked once
 //! before timing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -101,7 +101,14 @@ fn multi_bit(c: &mut Criterion) {
     match fhe_pbs::Cuda::new(&keys, fhe_pbs::Engine::LowLatency) {
         Ok(gpu) => {
             bench_backend(c, "cuda-multi-bit-g4", &gpu, &client, &inputs, 4096);
-            bench_device_resident(c, "cuda-multi-bit-g4", &gpu, &client, &inputs, &[256, 4096]);
+            bench_device_resident(
+                c,
+                "cuda-multi-bit-g4",
+                &gpu,
+                &client,
+                &inputs,
+                &[1, 256, 4096],
+            );
         }
         Err(why) => eprintln!("fhe_pbs: no CUDA multi-bit benches: {why}"),
     }
@@ -137,7 +144,7 @@ fn cuda(c: &mut Criterion, keys: &EvaluationKeys, client: &ClientKey, inputs: &[
         &low_latency,
         client,
         inputs,
-        &[256, 4096],
+        &[1, 256, 4096],
     );
 
     // What the set's centered-mean modulus switch costs: the same keys run with plain rounding.
