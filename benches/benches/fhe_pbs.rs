@@ -12,8 +12,8 @@
 //! `PARAM_GPU_MULTI_BIT_GROUP_4_MESSAGE_2_CARRY_2` on the CPU (batches up to 16) and on the
 //! GPU (batches up to 4,096). `ks-pbs-batch-device/<backend>/<size>` are batches resident on
 //! the GPU (`Cuda::keyswitch_bootstrap_on_device`, waited for; no transfer), as TFHE-rs's
-//! GPU figures are; size 1 is one ciphertext's latency without the transfers. Keys come from a fixed seed; every output is decrypted and checked once
-//! before timing.
+//! GPU figures are; size 1 is one ciphertext's latency without the transfers. Keys come from
+//! a fixed seed; every output is decrypted and checked once before timing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};

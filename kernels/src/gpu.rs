@@ -244,9 +244,9 @@ impl Gpu {
     }
 
     /// Sets [`Gpu::l2_fetch_granularity`] for every later launch on this device, to `bytes`
-    /// (0 to 128: larger values are taken as 128; a hint the driver may round). Kernels that read scattered small
-    /// records go faster with 32: a miss then brings in one 32-byte sector rather than 64
-    /// bytes, and the memory moves no bytes that are not read. The setting belongs to the
+    /// (0 to 128: larger values are taken as 128; a hint the driver may round). Kernels that
+    /// read scattered small records go faster with 32: a miss then brings in one 32-byte
+    /// sector rather than 64 bytes, and the memory moves no bytes that are not read. The setting belongs to the
     /// device's context, so it also applies to other users of this `Gpu` until set back.
     pub fn set_l2_fetch_granularity(&self, bytes: usize) -> Result<()> {
         Ok(self

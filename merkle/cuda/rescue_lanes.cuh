@@ -301,8 +301,8 @@ struct SpongeMerge {
 
     // Lane q holds state elements 3q..3q+2 (the `Triples` arrangement, whose MDS step needs no
     // selects: 172 instructions per lane with the round constants against 193 for `Strided`)
-    // and writes the parent's elements among them. Which part of the sponge a slot holds depends on the lane here, so
-    // the loads and stores are predicated; they run once per merge.
+    // and writes the parent's elements among them. Which part of the sponge a slot holds
+    // depends on the lane here, so the loads and stores are predicated; they run once per merge.
     static __device__ __forceinline__ void merge_quad(const LevelMerge& m,
                                                       const ConstantBank& c) {
         const u32 q = threadIdx.x % 4;
