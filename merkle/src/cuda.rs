@@ -81,9 +81,9 @@ unsafe impl DeviceRepr for Digest {}
 // SAFETY: all-zero bits are the zero digest.
 unsafe impl ValidAsZeroBits for Digest {}
 
-/// The kernels' constants parameter (`ConstantBank` in sponge.cuh, 168 words): a hasher's round constants in Montgomery form (the kernels
-/// work on Montgomery forms, as the CPU code does), laid out as its module reads them, zeros
-/// after. Passed by value, so the Rust crate holds the only copy of the constants.
+/// The kernels' constants parameter (`ConstantBank` in sponge.cuh, 168 words): a hasher's
+/// round constants in Montgomery form (the kernels work on Montgomery forms), laid out as its
+/// module reads them, zeros after. Passed by value, so the Rust crate holds the only copy of the constants.
 #[derive(Debug, Clone, Copy)]
 #[repr(C)]
 pub(crate) struct ConstantBank([u64; CONSTANT_WORDS]);

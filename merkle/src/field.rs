@@ -1,10 +1,10 @@
 //! The Goldilocks field p = 2^64 - 2^32 + 1.
 //!
 //! [`Felt`] is the public element type and always holds the canonical value in `[0, p)`.
-//! The hash works internally on plain `u64`s in Montgomery form (`x` held as `x 2^64 mod p`),
-//! whose reduction needs one correction where a direct reduction needs two; a held value may
-//! exceed `p` (any value below 2^64 stands for its residue), which saves a comparison per
-//! operation. [`to_mont`] and [`from_mont`] convert.
+//! The CPU hashes work internally on plain `u64`s that may exceed `p` (any value below 2^64
+//! stands for its residue), which saves a comparison per operation, and multiply with direct
+//! reductions ([`mul`]: one 64 x 64-bit multiplication a product). The GPU kernels work on
+//! Montgomery forms (`x` held as `x 2^64 mod p`); [`to_mont_const`] converts their constants.
 
 use std::fmt;
 
@@ -78,10 +78,6 @@ pub(crate) const fn canonical(value: u64) -> u64 {
     }
 }
 
-/// 2^128 mod p (`2^96 = -1`, so `2^128 = -2^32`): Montgomery multiplication by it enters
-/// Montgomery form.
-const R2: u64 = MODULUS - (1 << 32);
-
 /// `a + b mod p` for any `a < 2^64` and a canonical `b` (the sum then never needs a second
 /// correction: `a + b - 2^64 + EPSILON < p + EPSILON = 2^64`).
 #[inline(always)]
@@ -108,8 +104,9 @@ pub(crate) fn reduce96(x: u128) -> u64 {
 /// A `u64` congruent to `x mod p` for any `x < 2^128`, by direct reduction: with `x = lo +
 /// 2^64 (2^32 h1 + h0)`, `2^64 = 2^32 - 1` and `2^96 = -1` give `x = lo - h1 + h0 (2^32 - 1)`.
 /// Each step's wrap is fixed once, which never wraps again (`h1 < 2^32`, `h0 (2^32 - 1) <
-/// 2^64 - 2^33 + 2`). The multiplications of [`crate::Poseidon2`], whose critical path is a
-/// chain of products, use it: its latency is shorter than [`mont_reduce`]'s.
+/// 2^64 - 2^33 + 2`). Every CPU permutation multiplies with it ([`mul`]): one 64 x 64-bit
+/// multiplication where a Montgomery product takes three, and a shorter latency for chains of
+/// products such as Poseidon2's internal rounds.
 #[inline(always)]
 pub(crate) fn reduce128(x: u128) -> u64 {
     let lo = x as u64;
@@ -137,45 +134,9 @@ pub(crate) fn mul(a: u64, b: u64) -> u64 {
     reduce128(u128::from(a) * u128::from(b))
 }
 
-/// `p^-1 mod 2^64`: `p (1 + 2^32) = 2^96 + 1`.
-const MODULUS_INV: u64 = 1 + (1 << 32);
-
-/// Montgomery reduction: a `u64` congruent to `x / 2^64` mod p, for any `x < 2^128`.
-///
-/// `m = lo(x) p^-1 mod 2^64` makes the low word of `m p` equal that of `x`, so
-/// `(x - m p) / 2^64 = hi(x) - hi(m p)` exactly. As `hi(m p) < p`, a negative difference is
-/// fixed by adding p once.
-#[inline(always)]
-pub(crate) fn mont_reduce(x: u128) -> u64 {
-    let lo = x as u64;
-    let hi = (x >> 64) as u64;
-    let m = lo.wrapping_mul(MODULUS_INV);
-    let mp_hi = ((u128::from(m) * u128::from(MODULUS)) >> 64) as u64;
-    let (r, borrow) = hi.overflowing_sub(mp_hi);
-    // Adding p is subtracting EPSILON mod 2^64: r >= 2^64 - hi(m p) > EPSILON here.
-    if borrow { r.wrapping_sub(EPSILON) } else { r }
-}
-
-/// Montgomery product: `a b / 2^64 mod p` for any `a, b < 2^64` (not always canonical). On
-/// Montgomery forms `a 2^64, b 2^64` it gives the Montgomery form of `a b`.
-#[inline(always)]
-pub(crate) fn mont_mul(a: u64, b: u64) -> u64 {
-    mont_reduce(u128::from(a) * u128::from(b))
-}
-
-/// The canonical Montgomery form `x 2^64 mod p` of any `x < 2^64`.
-#[inline(always)]
-pub(crate) fn to_mont(x: u64) -> u64 {
-    canonical(mont_mul(x, R2))
-}
-
-/// The canonical value of the element whose Montgomery form is `x` (any `x < 2^64`).
-#[inline(always)]
-pub(crate) fn from_mont(x: u64) -> u64 {
-    canonical(mont_reduce(u128::from(x)))
-}
-
-/// [`to_mont`] at compile time, for tables of constants.
+/// The Montgomery form `x 2^64 mod p` of `x`, at compile time: the GPU kernels work on
+/// Montgomery forms and take their tables of constants in it.
+#[cfg(any(test, feature = "cuda"))]
 pub(crate) const fn to_mont_const(x: u64) -> u64 {
     (((x as u128) << 64) % (MODULUS as u128)) as u64
 }
@@ -183,6 +144,47 @@ pub(crate) const fn to_mont_const(x: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Montgomery arithmetic, as the GPU kernels do it: the model their word-level steps are
+    // checked against.
+
+    /// 2^128 mod p (`2^96 = -1`, so `2^128 = -2^32`): Montgomery multiplication by it enters
+    /// Montgomery form.
+    const R2: u64 = MODULUS - (1 << 32);
+
+    /// `p^-1 mod 2^64`: `p (1 + 2^32) = 2^96 + 1`.
+    const MODULUS_INV: u64 = 1 + (1 << 32);
+
+    /// Montgomery reduction: a `u64` congruent to `x / 2^64` mod p, for any `x < 2^128`.
+    ///
+    /// `m = lo(x) p^-1 mod 2^64` makes the low word of `m p` equal that of `x`, so
+    /// `(x - m p) / 2^64 = hi(x) - hi(m p)` exactly. As `hi(m p) < p`, a negative difference is
+    /// fixed by adding p once.
+    fn mont_reduce(x: u128) -> u64 {
+        let lo = x as u64;
+        let hi = (x >> 64) as u64;
+        let m = lo.wrapping_mul(MODULUS_INV);
+        let mp_hi = ((u128::from(m) * u128::from(MODULUS)) >> 64) as u64;
+        let (r, borrow) = hi.overflowing_sub(mp_hi);
+        // Adding p is subtracting EPSILON mod 2^64: r >= 2^64 - hi(m p) > EPSILON here.
+        if borrow { r.wrapping_sub(EPSILON) } else { r }
+    }
+
+    /// Montgomery product: `a b / 2^64 mod p` for any `a, b < 2^64` (not always canonical). On
+    /// Montgomery forms `a 2^64, b 2^64` it gives the Montgomery form of `a b`.
+    fn mont_mul(a: u64, b: u64) -> u64 {
+        mont_reduce(u128::from(a) * u128::from(b))
+    }
+
+    /// The canonical Montgomery form `x 2^64 mod p` of any `x < 2^64`.
+    fn to_mont(x: u64) -> u64 {
+        canonical(mont_mul(x, R2))
+    }
+
+    /// The canonical value of the element whose Montgomery form is `x` (any `x < 2^64`).
+    fn from_mont(x: u64) -> u64 {
+        canonical(mont_reduce(u128::from(x)))
+    }
 
     #[test]
     fn direct_products_are_exact() {

@@ -14,7 +14,7 @@
 use crate::digest::Digest;
 use crate::field::{self, Felt, add_any};
 use crate::hasher::{Hasher, sealed};
-use crate::rescue::{cyclic, fold, negacyclic, pow_inv_alpha, pow7, to_mont_table, unfold};
+use crate::rescue::{cyclic, fold, negacyclic, pow_inv_alpha, pow7, unfold};
 
 /// Elements in the permutation state.
 pub const STATE_WIDTH: usize = 8;
@@ -174,13 +174,15 @@ pub const ARK2: [[u64; STATE_WIDTH]; ROUNDS] = [
     ],
 ];
 
-/// The state in Montgomery form (see [`crate::field`]; elements may exceed `p`).
+/// The 8-element state, on plain forms as [`crate::rescue::State`].
 type State = [u64; STATE_WIDTH];
 
-/// [`ARK1`] in Montgomery form.
-pub(crate) const ARK1_MONT: [State; ROUNDS] = to_mont_table(&ARK1);
-/// [`ARK2`] in Montgomery form.
-pub(crate) const ARK2_MONT: [State; ROUNDS] = to_mont_table(&ARK2);
+/// [`ARK1`] in Montgomery form, for the GPU kernels.
+#[cfg(feature = "cuda")]
+pub(crate) const ARK1_MONT: [State; ROUNDS] = crate::rescue::to_mont_table(&ARK1);
+/// [`ARK2`] in Montgomery form, for the GPU kernels.
+#[cfg(feature = "cuda")]
+pub(crate) const ARK2_MONT: [State; ROUNDS] = crate::rescue::to_mont_table(&ARK2);
 
 /// RpJive64_256, the hash of winter-crypto's `RpJive64_256`, as a [`Hasher`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -189,21 +191,21 @@ pub struct RpJive64_256;
 impl RpJive64_256 {
     /// Applies the permutation to `state` (canonical in, canonical out).
     pub fn permute(state: &mut [Felt; STATE_WIDTH]) {
-        let mut mont = state.map(|x| field::to_mont(x.as_u64()));
-        permute_mont(&mut mont);
-        *state = mont.map(|x| Felt::new(field::from_mont(x)));
+        let mut held = state.map(Felt::as_u64);
+        permute_state(&mut held);
+        *state = held.map(|x| Felt::new(field::canonical(x)));
     }
 }
 
-/// The permutation on Montgomery forms.
-fn permute_mont(state: &mut State) {
+/// The permutation on a [`State`] (plain forms).
+fn permute_state(state: &mut State) {
     for r in 0..ROUNDS {
         for x in state.iter_mut() {
             *x = pow7(*x);
         }
-        mds_add(state, &ARK1_MONT[r]);
+        mds_add(state, &ARK1[r]);
         pow_inv_alpha(state);
-        mds_add(state, &ARK2_MONT[r]);
+        mds_add(state, &ARK2[r]);
     }
 }
 
@@ -263,36 +265,36 @@ impl Hasher for RpJive64_256 {
             .iter_mut()
             .zip(left.elements().iter().chain(right.elements()))
         {
-            *slot = field::to_mont(element.as_u64());
+            *slot = element.as_u64();
         }
         let mut state = initial;
-        permute_mont(&mut state);
+        permute_state(&mut state);
         Digest::new(std::array::from_fn(|i| {
             let sum = add_any(
                 add_any(initial[i], initial[i + 4]),
                 add_any(state[i], state[i + 4]),
             );
-            Felt::new(field::from_mont(sum))
+            Felt::new(field::canonical(sum))
         }))
     }
 
     fn hash_elements(elements: &[Felt]) -> Digest {
         let mut state: State = [0; STATE_WIDTH];
         if elements.len() % RATE != 0 {
-            state[0] = field::to_mont(1);
+            state[0] = 1;
         }
         for chunk in elements.chunks(RATE) {
             for (i, slot) in state[RATE..].iter_mut().enumerate() {
                 *slot = match (chunk.get(i), i == chunk.len()) {
-                    (Some(e), _) => add_any(*slot, field::to_mont(e.as_u64())),
-                    (None, true) => field::to_mont(1),
+                    (Some(e), _) => add_any(*slot, e.as_u64()),
+                    (None, true) => 1,
                     (None, false) => 0,
                 };
             }
-            permute_mont(&mut state);
+            permute_state(&mut state);
         }
         Digest::new(std::array::from_fn(|i| {
-            Felt::new(field::from_mont(state[RATE + i]))
+            Felt::new(field::canonical(state[RATE + i]))
         }))
     }
 }

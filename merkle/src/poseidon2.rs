@@ -14,9 +14,8 @@
 use crate::digest::Digest;
 use crate::field::{self, Felt, MODULUS, add_any};
 use crate::hasher::{Hasher, sealed};
-#[cfg(feature = "cuda")]
-use crate::rescue::to_mont_table;
-use crate::sponge::{self, Permutation, STATE_WIDTH, State};
+use crate::rescue::pow7;
+use crate::sponge::{self, Permutation, STATE_WIDTH, State, sbox};
 
 /// External rounds before (and after) the internal ones.
 pub const HALF_EXTERNAL_ROUNDS: usize = 4;
@@ -188,17 +187,18 @@ pub const EXTERNAL_TERMINAL: [[u64; STATE_WIDTH]; HALF_EXTERNAL_ROUNDS] = [
 /// [`EXTERNAL_INITIAL`] in Montgomery form (the CUDA kernels work on Montgomery forms).
 #[cfg(feature = "cuda")]
 pub(crate) const EXTERNAL_INITIAL_MONT: [State; HALF_EXTERNAL_ROUNDS] =
-    to_mont_table(&EXTERNAL_INITIAL);
+    crate::rescue::to_mont_table(&EXTERNAL_INITIAL);
 /// [`EXTERNAL_TERMINAL`] in Montgomery form.
 #[cfg(feature = "cuda")]
 pub(crate) const EXTERNAL_TERMINAL_MONT: [State; HALF_EXTERNAL_ROUNDS] =
-    to_mont_table(&EXTERNAL_TERMINAL);
+    crate::rescue::to_mont_table(&EXTERNAL_TERMINAL);
 /// [`INTERNAL`] in Montgomery form.
 #[cfg(feature = "cuda")]
-pub(crate) const INTERNAL_MONT: [u64; INTERNAL_ROUNDS] = to_mont_table(&[INTERNAL])[0];
+pub(crate) const INTERNAL_MONT: [u64; INTERNAL_ROUNDS] =
+    crate::rescue::to_mont_table(&[INTERNAL])[0];
 /// [`MATRIX_DIAGONAL`] in Montgomery form.
 #[cfg(feature = "cuda")]
-pub(crate) const MATRIX_DIAGONAL_MONT: State = to_mont_table(&[MATRIX_DIAGONAL])[0];
+pub(crate) const MATRIX_DIAGONAL_MONT: State = crate::rescue::to_mont_table(&[MATRIX_DIAGONAL])[0];
 
 /// Poseidon2, the hash of miden-crypto's `Poseidon2` and `MerkleTree`, as a [`Hasher`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -211,21 +211,10 @@ impl Poseidon2 {
     }
 }
 
-/// The CPU permutation works on canonical (plain) forms with direct reductions
-/// ([`field::mul`]): its internal rounds are a chain of products, whose latency that
-/// reduction shortens (one merge 2.86 -> 2.38 µs against Montgomery products, on a loaded
-/// 2-core VM; see the crate's journal).
+/// Plain forms with direct reductions ([`field::mul`]), as every CPU permutation: the internal
+/// rounds are a chain of products, whose latency that reduction also shortens (one merge 2.86
+/// -> 2.38 µs against Montgomery products, on a loaded 2-core VM; see the crate's journal).
 impl Permutation for Poseidon2 {
-    #[inline(always)]
-    fn enter(x: u64) -> u64 {
-        x
-    }
-
-    #[inline(always)]
-    fn leave(x: u64) -> u64 {
-        field::canonical(x)
-    }
-
     fn permute(state: &mut State) {
         // Each external round's constants are added in the reduction of the external layer
         // before it, so the layer at index r adds the constants of external round r.
@@ -251,23 +240,6 @@ impl Permutation for Poseidon2 {
 
 /// Zero constants, for external layers that no external round follows.
 const NO_CONSTANTS: State = [0; STATE_WIDTH];
-
-/// `x^7` on plain forms.
-#[inline(always)]
-fn pow7(x: u64) -> u64 {
-    let x2 = field::mul(x, x);
-    let x3 = field::mul(x2, x);
-    let x4 = field::mul(x2, x2);
-    field::mul(x3, x4)
-}
-
-/// `x^7` on every element.
-#[inline(always)]
-fn sbox(state: &mut State) {
-    for x in state.iter_mut() {
-        *x = pow7(*x);
-    }
-}
 
 /// The external layer followed by `+ constants`: each block of four times `M4`, then each
 /// element plus the sum of its column of blocks. The layer has small integer coefficients

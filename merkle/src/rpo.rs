@@ -16,7 +16,7 @@
 use crate::digest::Digest;
 use crate::field::Felt;
 use crate::hasher::{Hasher, sealed};
-use crate::rescue::{mds_add, pow_inv_alpha, to_mont_table};
+use crate::rescue::{mds_add, pow_inv_alpha};
 use crate::sponge::{self, Permutation, STATE_WIDTH, State};
 
 /// Rounds per permutation.
@@ -226,10 +226,12 @@ pub const ARK2: [[u64; STATE_WIDTH]; ROUNDS] = [
     ],
 ];
 
-/// [`ARK1`] in Montgomery form.
-pub(crate) const ARK1_MONT: [State; ROUNDS] = to_mont_table(&ARK1);
-/// [`ARK2`] in Montgomery form.
-pub(crate) const ARK2_MONT: [State; ROUNDS] = to_mont_table(&ARK2);
+/// [`ARK1`] in Montgomery form, for the GPU kernels.
+#[cfg(feature = "cuda")]
+pub(crate) const ARK1_MONT: [State; ROUNDS] = crate::rescue::to_mont_table(&ARK1);
+/// [`ARK2`] in Montgomery form, for the GPU kernels.
+#[cfg(feature = "cuda")]
+pub(crate) const ARK2_MONT: [State; ROUNDS] = crate::rescue::to_mont_table(&ARK2);
 
 /// Rpo256, the hash of miden-crypto's `Rpo256`, as a [`Hasher`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -245,9 +247,9 @@ impl Rpo256 {
 /// One round: `MDS, + ARK1[r], x^7, MDS, + ARK2[r], x^(1/7)`.
 #[inline(always)]
 pub(crate) fn round(state: &mut State, r: usize) {
-    mds_add(state, &ARK1_MONT[r]);
+    mds_add(state, &ARK1[r]);
     sponge::sbox(state);
-    mds_add(state, &ARK2_MONT[r]);
+    mds_add(state, &ARK2[r]);
     pow_inv_alpha(state);
 }
 

@@ -8,10 +8,10 @@
 //! (coefficients of `1, t, t^2`); a final round 6, `MDS, + ARK1[6]`.
 
 use crate::digest::Digest;
-use crate::field::{Felt, add_any, mont_mul};
+use crate::field::{Felt, add_any, mul};
 use crate::hasher::{Hasher, sealed};
 use crate::rescue::mds_add;
-use crate::rpo::{self, ARK1_MONT};
+use crate::rpo::{self, ARK1};
 use crate::sponge::{self, Permutation, STATE_WIDTH, State};
 
 /// Rpx256, the hash of miden-crypto's `Rpx256`, as a [`Hasher`].
@@ -31,14 +31,14 @@ impl Permutation for Rpx256 {
             rpo::round(state, r);
             extension_round(state, r + 1);
         }
-        mds_add(state, &ARK1_MONT[6]);
+        mds_add(state, &ARK1[6]);
     }
 }
 
 /// `+ ARK1[r]`, then `x^7` on each cubic-extension element of the state.
 #[inline(always)]
 fn extension_round(state: &mut State, r: usize) {
-    for (x, &k) in state.iter_mut().zip(&ARK1_MONT[r]) {
+    for (x, &k) in state.iter_mut().zip(&ARK1[r]) {
         *x = add_any(*x, k);
     }
     for triple in state.chunks_exact_mut(3) {
@@ -52,7 +52,7 @@ fn extension_round(state: &mut State, r: usize) {
 /// of degree 3 and 4 fold into the lower coefficients.
 #[inline(always)]
 fn cubic_mul(a: [u64; 3], b: [u64; 3]) -> [u64; 3] {
-    let m = |x: u64, y: u64| mont_mul(x, y);
+    let m = mul;
     let degree3 = add_any(m(a[1], b[2]), m(a[2], b[1]));
     let degree4 = m(a[2], b[2]);
     let c0 = add_any(m(a[0], b[0]), degree3);
@@ -70,7 +70,7 @@ fn cubic_mul(a: [u64; 3], b: [u64; 3]) -> [u64; 3] {
 /// `a^2` in the cubic extension (as [`cubic_mul`], with the symmetric products once).
 #[inline(always)]
 fn cubic_square(a: [u64; 3]) -> [u64; 3] {
-    let m = |x: u64, y: u64| mont_mul(x, y);
+    let m = mul;
     let a12 = m(a[1], a[2]);
     let degree3 = add_any(a12, a12);
     let degree4 = m(a[2], a[2]);

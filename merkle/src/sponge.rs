@@ -17,26 +17,12 @@ pub(crate) const RATE: usize = 8;
 /// The capacity element that receives the input length mod [`RATE`].
 const LENGTH_SLOT: usize = 8;
 
-/// A 12-element state in Montgomery form (see [`crate::field`]; elements may exceed `p`).
-pub(crate) type State = [u64; STATE_WIDTH];
+pub(crate) use crate::rescue::State;
 
-/// A permutation of the 12-element state, on the form of its choice: Montgomery forms unless
-/// it says otherwise.
+/// A permutation of the 12-element state (plain forms: see [`State`]).
 pub(crate) trait Permutation {
     /// Permutes `state` in place.
     fn permute(state: &mut State);
-
-    /// The form the permutation works on of the canonical value `x`.
-    #[inline(always)]
-    fn enter(x: u64) -> u64 {
-        field::to_mont(x)
-    }
-
-    /// The canonical value of the element held as `x` (any `x < 2^64`).
-    #[inline(always)]
-    fn leave(x: u64) -> u64 {
-        field::from_mont(x)
-    }
 }
 
 /// `merge(left, right)`: the permutation of `[left, right, 0, 0, 0, 0]`, digest `s[0..4]`.
@@ -46,28 +32,30 @@ pub(crate) fn merge<P: Permutation>(left: &Digest, right: &Digest) -> Digest {
         .iter_mut()
         .zip(left.elements().iter().chain(right.elements()))
     {
-        *slot = P::enter(element.as_u64());
+        *slot = element.as_u64();
     }
     P::permute(&mut state);
-    digest_of::<P>(&state)
+    digest_of(&state)
 }
 
 /// `hash_elements(elements)` as miden-crypto's sponge (see the module docs).
 pub(crate) fn hash_elements<P: Permutation>(elements: &[Felt]) -> Digest {
     let mut state: State = [0; STATE_WIDTH];
-    state[LENGTH_SLOT] = P::enter((elements.len() % RATE) as u64);
+    state[LENGTH_SLOT] = (elements.len() % RATE) as u64;
     for chunk in elements.chunks(RATE) {
         for (i, slot) in state[..RATE].iter_mut().enumerate() {
-            *slot = chunk.get(i).map_or(0, |e| P::enter(e.as_u64()));
+            *slot = chunk.get(i).map_or(0, |e| e.as_u64());
         }
         P::permute(&mut state);
     }
-    digest_of::<P>(&state)
+    digest_of(&state)
 }
 
 /// The canonical digest `s[0..4]`.
-fn digest_of<P: Permutation>(state: &State) -> Digest {
-    Digest::new(std::array::from_fn(|i| Felt::new(P::leave(state[i]))))
+fn digest_of(state: &State) -> Digest {
+    Digest::new(std::array::from_fn(|i| {
+        Felt::new(field::canonical(state[i]))
+    }))
 }
 
 /// `x^7` for every element.
@@ -78,9 +66,9 @@ pub(crate) fn sbox(state: &mut State) {
     }
 }
 
-/// Applies `P` to a canonical state, converting to and from Montgomery form.
+/// Applies `P` to a canonical state.
 pub(crate) fn permute_canonical<P: Permutation>(state: &mut [Felt; STATE_WIDTH]) {
-    let mut held = state.map(|x| P::enter(x.as_u64()));
+    let mut held = state.map(Felt::as_u64);
     P::permute(&mut held);
-    *state = held.map(|x| Felt::new(P::leave(x)));
+    *state = held.map(|x| Felt::new(field::canonical(x)));
 }
