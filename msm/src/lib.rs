@@ -71,15 +71,15 @@
 //!
 //! # Cross-checking
 //!
-//! `tests/cpu.rs` compares [`Cpu`] with `ark_ec::VariableBaseMSM::msm` (arkworks' parallel
-//! build) in each of the four groups on random inputs of many sizes, with proptest, and on
-//! every edge case above, and checks a known answer computed with plain scalar
-//! multiplication. `tests/gpu.rs` (ignored
-//! without a GPU: `cargo test --release -p gpu-crypto-msm --test gpu -- --include-ignored`)
-//! compares [`Cuda`] with arkworks in each of the four groups on fresh random inputs up to 2^20
-//! points (2^18 in G2), every edge case, every window width with and without shifted bases,
-//! chunked runs, batches and device scalars; `tests/constants.rs` checks the curve constants
-//! typed into the CUDA headers against arkworks. The criterion group
+//! The test suite `tests/msm/` (one binary, a module per subject): `cpu` compares [`Cpu`] with
+//! `ark_ec::VariableBaseMSM::msm` (arkworks' parallel build) in each of the four groups on
+//! random inputs of many sizes, with proptest, and on every edge case above, and checks a known
+//! answer computed with plain scalar multiplication. `gpu` (ignored without a GPU:
+//! `cargo test --release -p gpu-crypto-msm --test msm gpu:: -- --include-ignored`) compares
+//! [`Cuda`] with arkworks in each of the four groups on fresh random inputs up to 2^20 points
+//! (2^18 in G2), every edge case, every window width with and without shifted bases, chunked
+//! runs, batches and device scalars; `constants` checks the curve constants typed into the CUDA
+//! headers against arkworks. The criterion group
 //! `msm` (`benches/benches/msm.rs`) times ours beside arkworks on the CPU (the other groups
 //! under `msm-bls12-381-g2`, `msm-bn254-g1` and `msm-bn254-g2`), and the GPU from
 //! 2^10 to 2^24 points with and without the scalar upload; `examples/gpu_msm.rs` times one

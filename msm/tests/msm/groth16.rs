@@ -5,7 +5,9 @@
 //!
 //! The `gpu` module (ignored without a GPU) runs the same on the CUDA backend and on resident
 //! query vectors at 2^12 to 2^16 constraints, on fresh random inputs:
-//! `cargo test --release -p gpu-crypto-msm --features groth16 --test groth16 -- --include-ignored`.
+//! `cargo test --release -p gpu-crypto-msm --features groth16 --test msm groth16:: --
+//! --include-ignored`.
+#![cfg(feature = "groth16")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use ark_ec::short_weierstrass::{Affine, Projective};
@@ -336,21 +338,9 @@ proptest! {
 #[cfg(feature = "cuda")]
 mod gpu {
     use super::*;
+    use crate::common::{cuda, fresh_seed};
     use msm::groth16::ResidentProver;
     use msm::{ContextOptions, Cuda};
-
-    fn cuda() -> Cuda {
-        Cuda::new().expect("a usable CUDA GPU")
-    }
-
-    /// A seed that differs from run to run (printed in failure messages to replay it).
-    fn fresh_seed() -> u64 {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        nanos as u64 ^ (nanos >> 64) as u64
-    }
 
     /// Resident provers for `key` without and with shifted bases.
     fn resident_provers<'k, E: Groth16Curve>(

@@ -1,6 +1,6 @@
-//! Inputs and the arkworks oracle shared by the CPU and GPU tests, for any curve group `C`
-//! (BLS12-381 and BN254, G1 and G2).
-#![allow(dead_code, clippy::unwrap_used)]
+//! Inputs and the arkworks oracle shared by the CPU, GPU and Groth16 tests, for any curve group
+//! `C` (BLS12-381 and BN254, G1 and G2).
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use ark_ec::short_weierstrass::{Affine, Projective};
 use ark_ec::{PrimeGroup, ScalarMul, VariableBaseMSM};
@@ -16,6 +16,21 @@ pub type Scalar<C> = <C as ark_ec::CurveConfig>::ScalarField;
 pub fn random_bases<C: MsmCurve>(n: usize, seed: u64) -> Vec<Affine<C>> {
     let k = random_scalars::<C>(n, seed);
     Projective::<C>::generator().batch_mul(&k)
+}
+
+/// A seed that differs from run to run (printed in failure messages to replay it).
+pub fn fresh_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    nanos as u64 ^ (nanos >> 64) as u64
+}
+
+/// The CUDA backend of the GPU under test.
+#[cfg(feature = "cuda")]
+pub fn cuda() -> msm::Cuda {
+    msm::Cuda::new().expect("a usable CUDA GPU")
 }
 
 /// `n` uniform random scalars from `seed`.

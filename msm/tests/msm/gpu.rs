@@ -5,22 +5,16 @@
 //! device scalars, the errors, and proptest.
 //!
 //! Every test needs a CUDA GPU: run with
-//! `cargo test --release -p gpu-crypto-msm --test gpu -- --include-ignored`. They fail, never
-//! skip, without one.
+//! `cargo test --release -p gpu-crypto-msm --test msm gpu:: -- --include-ignored`. They fail,
+//! never skip, without one.
 #![cfg(feature = "cuda")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::common::{Scalar, cuda, edge_cases, fresh_seed, oracle, random_bases, random_scalars};
 use ark_ec::AffineRepr;
 use ark_ec::short_weierstrass::Affine;
-use common::{Scalar, edge_cases, oracle, random_bases, random_scalars};
 use msm::{ContextOptions, Cpu, Cuda, Error, MAX_GPU_WINDOW_BITS, MsmBackend, MsmCurve};
 use proptest::prelude::*;
-
-mod common;
-
-fn cuda() -> Cuda {
-    Cuda::new().expect("a usable CUDA GPU")
-}
 
 fn shifted() -> ContextOptions {
     ContextOptions {
@@ -71,15 +65,6 @@ fn random_inputs_of_many_sizes<C: MsmCurve>(max: usize) {
             "{name}: n = {n}, shifted, seed {seed}"
         );
     }
-}
-
-/// A seed that differs from run to run (printed in failure messages to replay it).
-fn fresh_seed() -> u64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    nanos as u64
 }
 
 /// `n` random points, plain and shifted, and the adversarial case of one bucket per window
@@ -224,7 +209,7 @@ fn batches_and_device_scalars<C: MsmCurve>() {
 fn errors<C: MsmCurve>() {
     let gpu = cuda();
     assert!(MsmBackend::<C>::name(&gpu).starts_with("cuda: "));
-    common::check_trait_errors::<C>(&gpu);
+    crate::common::check_trait_errors::<C>(&gpu);
     let bases = random_bases::<C>(5, 8);
     let scalars = random_scalars::<C>(6, 9);
     assert!(matches!(
@@ -274,7 +259,7 @@ fn equals_arkworks<C: MsmCurve>(
     window: Option<u32>,
     shifted_bases: bool,
 ) -> Result<(), TestCaseError> {
-    let (bases, scalars) = common::edited_inputs::<C>(scalar_bytes, seed, edits);
+    let (bases, scalars) = crate::common::edited_inputs::<C>(scalar_bytes, seed, edits);
     let options = ContextOptions {
         window_bits: window,
         shifted_bases,

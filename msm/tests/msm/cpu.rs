@@ -3,14 +3,12 @@
 //! `SPEC.md`, a known answer, and the errors.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::common::{Scalar, oracle, random_bases, random_scalars};
 use ark_ec::short_weierstrass::{Affine, Projective};
 use ark_ec::{AffineRepr, CurveGroup, PrimeGroup};
 use ark_ff::{Field, Zero};
-use common::{Scalar, oracle, random_bases, random_scalars};
 use msm::{Cpu, Error, MAX_WINDOW_BITS, MsmBackend, MsmCurve};
 use proptest::prelude::*;
-
-mod common;
 
 /// Ours equals arkworks.
 fn check<C: MsmCurve>(bases: &[Affine<C>], scalars: &[Scalar<C>]) {
@@ -81,7 +79,7 @@ fn any_number_of_threads<C: MsmCurve>() {
 
 /// Every edge case of SPEC.md at each size in `sizes`; the mixed case at several widths.
 fn edge_cases<C: MsmCurve>(sizes: &[usize]) {
-    for case in common::edge_cases::<C>(sizes) {
+    for case in crate::common::edge_cases::<C>(sizes) {
         let expected = oracle(&case.bases, &case.scalars);
         let ours = Cpu::new().msm(&case.bases, &case.scalars).unwrap();
         assert_eq!(ours, expected, "{}: {}", C::NAME, case.name);
@@ -98,7 +96,7 @@ fn edge_cases<C: MsmCurve>(sizes: &[usize]) {
 /// One point: arkworks' MSM and arkworks' scalar multiplication agree with ours.
 fn one_point<C: MsmCurve>() {
     let bases = random_bases::<C>(1, 7);
-    let minus = common::minus::<C>;
+    let minus = crate::common::minus::<C>;
     for s in [
         Scalar::<C>::zero(),
         Scalar::<C>::ONE,
@@ -125,7 +123,7 @@ fn known_answer<C: MsmCurve>() {
     let scalars: Vec<Scalar<C>> = (0..50u64)
         .map(|i| {
             if i % 5 == 0 {
-                common::minus::<C>(i)
+                crate::common::minus::<C>(i)
             } else {
                 Scalar::<C>::from(1000 + 7 * i)
             }
@@ -162,7 +160,7 @@ fn batch_equals_single_msms<C: MsmCurve>() {
 
 /// The trait's errors in group `C`.
 fn errors<C: MsmCurve>() {
-    common::check_trait_errors::<C>(&Cpu::new());
+    crate::common::check_trait_errors::<C>(&Cpu::new());
 }
 
 /// The property test's body: random sizes, scalars from random bytes (reduced mod r), bases
@@ -173,7 +171,7 @@ fn equals_arkworks<C: MsmCurve>(
     edits: &[(prop::sample::Index, u8)],
     window: Option<u32>,
 ) -> Result<(), TestCaseError> {
-    let (bases, scalars) = common::edited_inputs::<C>(scalar_bytes, seed, edits);
+    let (bases, scalars) = crate::common::edited_inputs::<C>(scalar_bytes, seed, edits);
     let cpu = match window {
         Some(c) => Cpu::with_window_bits(c).unwrap(),
         None => Cpu::new(),
