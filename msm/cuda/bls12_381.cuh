@@ -1,6 +1,6 @@
 // BLS12-381's parameters for field.cuh: the base field Fq (381 bits, twelve 32-bit limbs, R =
 // 2^384, as arkworks' `Fq`) and the scalar field's modulus r (255 bits). Each constant is a list of
-// 32-bit limbs, least significant first; `tests/msm/constants.rs` checks every one against
+// 32-bit limbs, least significant first; `tests/suite/constants.rs` checks every one against
 // ark-bls12-381.
 #pragma once
 #include "field.cuh"

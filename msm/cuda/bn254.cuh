@@ -1,6 +1,6 @@
 // BN254's parameters for field.cuh: the base field Fq (254 bits, eight 32-bit limbs, R = 2^256, as
 // arkworks' `Fq`) and the scalar field's modulus r (254 bits). Each constant is a list of 32-bit
-// limbs, least significant first; `tests/msm/constants.rs` checks every one against ark-bn254.
+// limbs, least significant first; `tests/suite/constants.rs` checks every one against ark-bn254.
 #pragma once
 #include "field.cuh"
 

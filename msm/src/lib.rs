@@ -71,11 +71,11 @@
 //!
 //! # Cross-checking
 //!
-//! The test suite `tests/msm/` (one binary, a module per subject): `cpu` compares [`Cpu`] with
+//! The test suite `tests/suite/` (one binary, a module per subject): `cpu` compares [`Cpu`] with
 //! `ark_ec::VariableBaseMSM::msm` (arkworks' parallel build) in each of the four groups on
 //! random inputs of many sizes, with proptest, and on every edge case above, and checks a known
 //! answer computed with plain scalar multiplication. `gpu` (ignored without a GPU:
-//! `cargo test --release -p gpu-crypto-msm --test msm gpu:: -- --include-ignored`) compares
+//! `cargo test --release -p gpu-crypto-msm --test suite gpu:: -- --include-ignored`) compares
 //! [`Cuda`] with arkworks in each of the four groups on fresh random inputs up to 2^20 points
 //! (2^18 in G2), every edge case, every window width with and without shifted bases, chunked
 //! runs, batches and device scalars; `constants` checks the curve constants typed into the CUDA

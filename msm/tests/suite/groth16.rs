@@ -5,7 +5,7 @@
 //!
 //! The `gpu` module (ignored without a GPU) runs the same on the CUDA backend and on resident
 //! query vectors at 2^12 to 2^16 constraints, on fresh random inputs:
-//! `cargo test --release -p gpu-crypto-msm --features groth16 --test msm groth16:: --
+//! `cargo test --release -p gpu-crypto-msm --features groth16 --test suite groth16:: --
 //! --include-ignored`.
 #![cfg(feature = "groth16")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -5,7 +5,7 @@
 //! device scalars, the errors, and proptest.
 //!
 //! Every test needs a CUDA GPU: run with
-//! `cargo test --release -p gpu-crypto-msm --test msm gpu:: -- --include-ignored`. They fail,
+//! `cargo test --release -p gpu-crypto-msm --test suite gpu:: -- --include-ignored`. They fail,
 //! never skip, without one.
 #![cfg(feature = "cuda")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -7,7 +7,7 @@
 //! - `groth16`: `msm::groth16` against ark-groth16 (with the `groth16` feature);
 //! - `constants`: the curve constants of the CUDA headers against arkworks.
 //!
-//! `cargo test -p gpu-crypto-msm --test msm cpu::` runs one module.
+//! `cargo test -p gpu-crypto-msm --test suite cpu::` runs one module.
 
 mod common;
 mod constants;
