@@ -5,10 +5,12 @@
 //
 // The host (msm/src/cuda.rs) runs, for each scalar vector:
 //   1. msm_scalars_canonical: arkworks' Montgomery-form scalars to plain integers;
-//   2. msm_count_digits: signed c-bit digits of every scalar; per bucket key, a count;
-//   3. msm_scan_tiles, msm_scan_tile_sums, msm_scan_apply: bucket offsets (an exclusive
-//      prefix sum of the counts), the cursors of the scatter;
-//   4. msm_scatter_digits: every nonzero digit's point reference, grouped by bucket key;
+//   2. msm_count_partitions: signed c-bit digits of every scalar; per partition of bucket
+//      keys, a count;
+//   3. msm_scan_tiles, msm_scan_tile_sums, msm_scan_apply: the partitions' offsets (an
+//      exclusive prefix sum of the counts);
+//   4. msm_partition_coarse, msm_partition_fine, msm_sort_partitions: every nonzero digit's
+//      point reference, sorted by bucket key (see msm_count_partitions);
 //   5. msm_accumulate_affine, then msm_accumulate_xyzz until one segment is left: a
 //      segmented reduction of the sorted list. Each thread sums a fixed number of entries,
 //      so skewed buckets cost no more than even ones; complete runs are stored as bucket
@@ -90,16 +92,18 @@ struct DigitLayout {
     u32 point_stride;  // point references per window (0: every window reads the same bases)
 };
 
-// Calls visit(key, ref) for every window of every scalar: the digit's bucket key (NO_KEY for
-// a zero digit or a lane past the end) and its point reference. Every lane of a warp makes
-// the same calls, so `visit` may use warp-wide intrinsics.
+// Calls visit(key, ref) for every window of scalars [first, end) of the chunk, where lane l of
+// each warp takes scalar first + l, then the warp moves on by `step` (a multiple of 32): the
+// digit's bucket key (NO_KEY for a zero digit or a lane past the end) and its point reference.
+// `first` must be the same for every lane of a warp, so that every lane makes the same calls and
+// `visit` may use warp-wide intrinsics.
 template <typename Visit>
-__device__ __forceinline__ void for_each_digit(const u32* scalars, const DigitLayout& layout,
-                                               Visit visit) {
+__device__ __forceinline__ void for_each_digit_of(const u32* scalars, const DigitLayout& layout,
+                                                  u64 first, u64 end, u64 step, Visit visit) {
     u32 lane = threadIdx.x % 32;
-    for (u64 base = global_thread_index() - lane; base < layout.n; base += grid_thread_count()) {
+    for (u64 base = first; base < end; base += step) {
         u64 i = base + lane;
-        bool live = i < layout.n;
+        bool live = i < end;
         u32 s[FR_LIMBS];
 #pragma unroll
         for (int j = 0; j < FR_LIMBS; j++) s[j] = live ? scalars[i * FR_LIMBS + j] : 0;
@@ -113,18 +117,50 @@ __device__ __forceinline__ void for_each_digit(const u32* scalars, const DigitLa
     }
 }
 
-// Counts nonzero digits per bucket key; lanes with equal keys add once per warp.
-extern "C" __global__ void msm_count_digits(const u32* scalars, DigitLayout layout, u32* counts) {
-    u32 lane = threadIdx.x % 32;
-    for_each_digit(scalars, layout, [&](u32 key, u32) {
-        u32 peers = __match_any_sync(FULL_MASK, key);
-        if (key != NO_KEY && lane == (u32)(__ffs(peers) - 1)) {
-            atomicAdd(&counts[key], (u32)__popc(peers));
-        }
-    });
+// for_each_digit_of over the whole chunk, by a grid-stride loop.
+template <typename Visit>
+__device__ __forceinline__ void for_each_digit(const u32* scalars, const DigitLayout& layout,
+                                               Visit visit) {
+    for_each_digit_of(scalars, layout, global_thread_index() - threadIdx.x % 32, layout.n,
+                      grid_thread_count(), visit);
 }
 
-// The bucket offsets: an exclusive prefix sum of the counts in three kernels. Tiles of
+// The digits are sorted by bucket key in three passes, each of which writes whole runs of
+// entries rather than entries at random places of a large array (each such write costs a
+// partial-sector write to DRAM: at 2^24 scalars a direct scatter by per-bucket cursors took
+// 15.4 ms of a 56 ms MSM on an H100). Keys are cut into fine partitions of 2^fine_shift keys
+// (at most MAX_FINE of them), and those into coarse partitions of FINE_PER_COARSE:
+//   msm_count_partitions: digits per fine partition (histograms in shared memory); the scan
+//     kernels turn the counts into each fine and coarse partition's place in the sorted list;
+//   msm_partition_coarse: each block takes a tile of scalars, sorts its digits by coarse
+//     partition in shared memory and writes one run per coarse partition;
+//   msm_partition_fine: each block takes a tile of that list, sorts it by fine partition and
+//     writes one run per fine partition;
+//   msm_sort_partitions: one block per fine partition sorts it by key in shared memory.
+// Shared-memory atomics of single lanes count and place the entries: keys are spread, so the
+// lanes of a warp rarely share a counter and a warp-wide match would cost more than it saves.
+#define MAX_FINE 32768
+#define FINE_PER_COARSE 128
+#define MAX_COARSE (MAX_FINE / FINE_PER_COARSE)
+#define COUNT_THREADS 256
+#define COUNT_TILE (64 * COUNT_THREADS)
+// Blocks of the coarse pass: TILE_THREADS threads, at most TILE_ENTRIES digits.
+#define TILE_THREADS 256
+#define TILE_ENTRIES 12288
+// Blocks of the fine pass: FINE_THREADS threads, FINE_PER_THREAD entries each.
+#define FINE_THREADS 512
+#define FINE_PER_THREAD 16
+#define FINE_TILE (FINE_PER_THREAD * FINE_THREADS)
+// Fine partitions the fine pass counts in shared memory: those of a tile's first two coarse
+// partitions (a tile reaching further places the rest one by one).
+#define FINE_WINDOW (2 * FINE_PER_COARSE)
+// Blocks of the last pass: SORT_THREADS threads; a partition of at most SORT_CAP entries is
+// sorted in shared memory, a larger one placed entry by entry.
+#define SORT_THREADS 1024
+#define SORT_PER_THREAD 16
+#define SORT_CAP (SORT_PER_THREAD * SORT_THREADS)
+
+// The partitions' offsets: an exclusive prefix sum of their counts in three kernels. Tiles of
 // SCAN_TILE counts are summed (msm_scan_tiles), the tile sums scanned in one block
 // (msm_scan_tile_sums), and each tile scanned again from its offset (msm_scan_apply).
 #define SCAN_THREADS 1024
@@ -199,9 +235,10 @@ extern "C" __global__ void msm_scan_tile_sums(u32* tile_sums, u32 tiles, u32* co
     if (threadIdx.x == 0) counters[0] = carry;
 }
 
-// cursors[k] = counts[0] + ... + counts[k - 1]: where bucket k's entries start.
+// cursors[k] = counts[0] + ... + counts[k - 1] (where fine partition k's digits start), and
+// coarse_cursors[k / FINE_PER_COARSE] the same for every FINE_PER_COARSE-th k.
 extern "C" __global__ void msm_scan_apply(const u32* counts, u32 keys, const u32* tile_offsets,
-                                          u32* cursors) {
+                                          u32* cursors, u32* coarse_cursors) {
     u32 run[SCAN_PER_THREAD];
     u64 tile_first = (u64)blockIdx.x * SCAN_TILE;
     load_run(counts, keys, tile_first, run);
@@ -212,7 +249,10 @@ extern "C" __global__ void msm_scan_apply(const u32* counts, u32 keys, const u32
     u64 mine = tile_first + (u64)threadIdx.x * SCAN_PER_THREAD;
 #pragma unroll
     for (int k = 0; k < SCAN_PER_THREAD; k++) {
-        if (mine + k < keys) cursors[mine + k] = prefix;
+        if (mine + k < keys) {
+            cursors[mine + k] = prefix;
+            if ((mine + k) % FINE_PER_COARSE == 0) coarse_cursors[(mine + k) / FINE_PER_COARSE] = prefix;
+        }
         prefix += run[k];
     }
 }
@@ -221,19 +261,197 @@ extern "C" __global__ void msm_scan_apply(const u32* counts, u32 keys, const u32
 // slots are scattered, so one 8-byte write costs half of two 4-byte ones).
 typedef uint2 SortedDigit;
 
-// Places every nonzero digit (key and point reference) at its bucket's cursor.
-extern "C" __global__ void msm_scatter_digits(const u32* scalars, DigitLayout layout,
-                                              u32* cursors, SortedDigit* sorted) {
-    u32 lane = threadIdx.x % 32;
-    u32 lanes_below = (1u << lane) - 1;
-    for_each_digit(scalars, layout, [&](u32 key, u32 ref) {
-        u32 peers = __match_any_sync(FULL_MASK, key);
-        u32 leader = __ffs(peers) - 1;
-        u32 slot = 0;
-        if (key != NO_KEY && lane == leader) slot = atomicAdd(&cursors[key], (u32)__popc(peers));
-        slot = __shfl_sync(FULL_MASK, slot, leader) + __popc(peers & lanes_below);
-        if (key != NO_KEY) sorted[slot] = make_uint2(key, ref);
+// counts[f] += the digits of fine partition f among scalars [tile, tile + COUNT_TILE).
+// Dynamic shared memory: 4 bytes per fine partition.
+extern "C" __global__ void __launch_bounds__(COUNT_THREADS) msm_count_partitions(
+    const u32* scalars, DigitLayout layout, u32 fine_shift, u32 fine, u32* counts) {
+    extern __shared__ u32 local[];
+    for (u32 f = threadIdx.x; f < fine; f += blockDim.x) local[f] = 0;
+    __syncthreads();
+    const u64 first = (u64)blockIdx.x * COUNT_TILE;
+    for_each_digit_of(scalars, layout, first + threadIdx.x - threadIdx.x % 32,
+                      min(first + COUNT_TILE, layout.n), blockDim.x, [&](u32 key, u32) {
+                          if (key != NO_KEY) atomicAdd(&local[key >> fine_shift], 1u);
+                      });
+    __syncthreads();
+    for (u32 f = threadIdx.x; f < fine; f += blockDim.x) {
+        if (local[f] != 0) atomicAdd(&counts[f], local[f]);
+    }
+}
+
+// counts[0 .. n) (shared memory) becomes its exclusive prefix sum plus `offset`; returns the
+// total. Every thread of the block calls it.
+__device__ __forceinline__ u32 block_scan_in_place(u32* counts, u32 n, u32 offset) {
+    const u32 per_thread = (n + blockDim.x - 1) / blockDim.x;
+    const u32 k0 = min(threadIdx.x * per_thread, n), k1 = min(k0 + per_thread, n);
+    u32 run = 0;
+    for (u32 k = k0; k < k1; k++) run += counts[k];
+    u32 total;
+    u32 prefix = offset + block_exclusive_scan(run, total);
+    for (u32 k = k0; k < k1; k++) {
+        u32 count = counts[k];
+        counts[k] = prefix;
+        prefix += count;
+    }
+    __syncthreads();
+    return total;
+}
+
+// A tile's entries sorted by group in shared memory, and each group's run written out. The
+// caller counts the tile's entries per group into start[g] (zeroed by tile_runs_begin), calls
+// tile_runs_reserve, places every entry with tile_runs_place, and calls tile_runs_write.
+struct TileRuns {
+    SortedDigit* tile;  // the entries by group, in shared memory
+    u32* start;         // per group: its count, then where its entries start in `tile`
+    u32* fill;          // per group: the next free slot in `tile`
+    u32* base;          // per group: where its run goes in the output
+    u32 groups;
+    u32 entries;
+
+    __device__ __forceinline__ void begin() const {
+        for (u32 g = threadIdx.x; g < groups; g += blockDim.x) start[g] = 0;
+        __syncthreads();
+    }
+
+    // Each group's run in the output, from `cursors[first_group + g]`.
+    __device__ __forceinline__ void reserve(u32* cursors, u32 first_group) {
+        __syncthreads();
+        for (u32 g = threadIdx.x; g < groups; g += blockDim.x) {
+            base[g] = start[g] != 0 ? atomicAdd(&cursors[first_group + g], start[g]) : 0;
+        }
+        __syncthreads();
+        entries = block_scan_in_place(start, groups, 0);
+        for (u32 g = threadIdx.x; g < groups; g += blockDim.x) fill[g] = start[g];
+        __syncthreads();
+    }
+
+    __device__ __forceinline__ void place(u32 g, SortedDigit d) const {
+        tile[atomicAdd(&fill[g], 1u)] = d;
+    }
+
+    // Writes the tile's runs to `out`; `group_of(d)` gives an entry's group.
+    template <typename GroupOf>
+    __device__ __forceinline__ void write(SortedDigit* out, GroupOf group_of) const {
+        __syncthreads();
+        for (u32 j = threadIdx.x; j < entries; j += blockDim.x) {
+            SortedDigit d = tile[j];
+            u32 g = group_of(d);
+            out[base[g] + j - start[g]] = d;
+        }
+    }
+};
+
+// The digits of scalars [tile, tile + tile_scalars) (at most TILE_ENTRIES) to `out`, one run
+// per coarse partition, from coarse_cursors. Dynamic shared memory: TILE_ENTRIES entries.
+extern "C" __global__ void __launch_bounds__(TILE_THREADS) msm_partition_coarse(
+    const u32* scalars, DigitLayout layout, u32 tile_scalars, u32 fine_shift, u32 coarse,
+    u32* coarse_cursors, SortedDigit* out) {
+    extern __shared__ SortedDigit tile[];
+    __shared__ u32 start[MAX_COARSE], fill[MAX_COARSE], base[MAX_COARSE];
+    static_assert(FINE_PER_COARSE == 1 << 7, "coarse partitions of 2^7 fine ones");
+    const u32 coarse_shift = fine_shift + 7;
+    const u64 first = (u64)blockIdx.x * tile_scalars;
+    const u64 end = min(first + tile_scalars, layout.n);
+    const u64 warp_first = first + threadIdx.x - threadIdx.x % 32;
+    TileRuns runs{tile, start, fill, base, coarse, 0};
+    runs.begin();
+    for_each_digit_of(scalars, layout, warp_first, end, blockDim.x, [&](u32 key, u32) {
+        if (key != NO_KEY) atomicAdd(&start[key >> coarse_shift], 1u);
     });
+    runs.reserve(coarse_cursors, 0);
+    for_each_digit_of(scalars, layout, warp_first, end, blockDim.x, [&](u32 key, u32 ref) {
+        if (key != NO_KEY) runs.place(key >> coarse_shift, make_uint2(key, ref));
+    });
+    runs.write(out, [&](SortedDigit d) { return d.x >> coarse_shift; });
+}
+
+// Entries [tile, tile + FINE_TILE) of `in` (counters[0] entries, in coarse partitions) to
+// `out`, one run per fine partition, from fine_cursors (the fine partitions of the tile's first
+// two coarse partitions; entries of any further ones go one by one). Afterwards
+// fine_cursors[f] is the end of fine partition f. Dynamic shared memory: FINE_TILE entries.
+extern "C" __global__ void __launch_bounds__(FINE_THREADS) msm_partition_fine(
+    const SortedDigit* in, const u32* counters, u32 fine_shift, u32* fine_cursors,
+    SortedDigit* out) {
+    extern __shared__ SortedDigit tile[];
+    __shared__ u32 start[FINE_WINDOW], fill[FINE_WINDOW], base[FINE_WINDOW];
+    const u32 entries = counters[0];
+    const u64 first = (u64)blockIdx.x * FINE_TILE;
+    if (first >= entries) return;
+    SortedDigit d[FINE_PER_THREAD];
+#pragma unroll
+    for (int k = 0; k < FINE_PER_THREAD; k++) {
+        u64 e = first + k * FINE_THREADS + threadIdx.x;
+        d[k] = e < entries ? in[e] : make_uint2(NO_KEY, 0);
+    }
+    const u32 window_first = (in[first].x >> fine_shift) / FINE_PER_COARSE * FINE_PER_COARSE;
+    // An entry's place in the window (FINE_WINDOW or more: outside it, or no entry).
+    auto window_slot = [&](SortedDigit x) {
+        return x.x == NO_KEY ? FINE_WINDOW : (x.x >> fine_shift) - window_first;
+    };
+    TileRuns runs{tile, start, fill, base, FINE_WINDOW, 0};
+    runs.begin();
+#pragma unroll
+    for (int k = 0; k < FINE_PER_THREAD; k++) {
+        u32 j = window_slot(d[k]);
+        if (j < FINE_WINDOW) atomicAdd(&start[j], 1u);
+    }
+    runs.reserve(fine_cursors, window_first);
+#pragma unroll
+    for (int k = 0; k < FINE_PER_THREAD; k++) {
+        u32 j = window_slot(d[k]);
+        if (j < FINE_WINDOW) {
+            runs.place(j, d[k]);
+        } else if (d[k].x != NO_KEY) {
+            out[atomicAdd(&fine_cursors[d[k].x >> fine_shift], 1u)] = d[k];
+        }
+    }
+    runs.write(out, window_slot);
+}
+
+// Block f sorts fine partition f: entries [f ? ends[f - 1] : 0, ends[f]) of `in` to the same
+// places of `sorted`, by key. Dynamic shared memory: SORT_CAP entries, then two counters per
+// key of the partition (2^fine_shift keys).
+extern "C" __global__ void __launch_bounds__(SORT_THREADS) msm_sort_partitions(
+    const SortedDigit* in, const u32* ends, u32 fine_shift, SortedDigit* sorted) {
+    extern __shared__ SortedDigit tile[];
+    const u32 keys = 1u << fine_shift;
+    u32* start = (u32*)(tile + SORT_CAP);
+    u32* fill = start + keys;
+    const u32 f = blockIdx.x, first_key = f << fine_shift;
+    const u32 first = f == 0 ? 0 : ends[f - 1], end = ends[f];
+    for (u32 k = threadIdx.x; k < keys; k += blockDim.x) start[k] = 0;
+    __syncthreads();
+    if (end - first <= SORT_CAP) {
+        // In shared memory: the entries in registers, counted, placed by key, written in order.
+        SortedDigit d[SORT_PER_THREAD];
+#pragma unroll
+        for (int k = 0; k < SORT_PER_THREAD; k++) {
+            u32 e = first + k * SORT_THREADS + threadIdx.x;
+            d[k] = e < end ? in[e] : make_uint2(NO_KEY, 0);
+            if (e < end) atomicAdd(&start[d[k].x - first_key], 1u);
+        }
+        __syncthreads();
+        block_scan_in_place(start, keys, 0);
+        for (u32 k = threadIdx.x; k < keys; k += blockDim.x) fill[k] = start[k];
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < SORT_PER_THREAD; k++) {
+            if (d[k].x != NO_KEY) tile[atomicAdd(&fill[d[k].x - first_key], 1u)] = d[k];
+        }
+        __syncthreads();
+        for (u32 j = threadIdx.x; j < end - first; j += blockDim.x) sorted[first + j] = tile[j];
+    } else {
+        // Too large for shared memory (skewed scalars): counted, then placed entry by entry.
+        for (u32 e = first + threadIdx.x; e < end; e += blockDim.x) {
+            atomicAdd(&start[in[e].x - first_key], 1u);
+        }
+        __syncthreads();
+        block_scan_in_place(start, keys, first);
+        for (u32 e = first + threadIdx.x; e < end; e += blockDim.x) {
+            SortedDigit x = in[e];
+            sorted[atomicAdd(&start[x.x - first_key], 1u)] = x;
+        }
+    }
 }
 
 // The first pass's entries: sorted digits, whose points are (negated) affine bases. One

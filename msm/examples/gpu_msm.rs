@@ -1,5 +1,7 @@
 //! Times MSMs on the GPU: `cargo run --release -p gpu-crypto-msm --example gpu_msm --
-//! [LOG2_POINTS] [shifted|unshifted] [WINDOW_BITS]`, checked against the CPU backend up to 2^20 points.
+//! [LOG2_POINTS] [shifted|unshifted] [WINDOW_BITS|default] [GROUP]`, where GROUP is one of
+//! `bls12-381-g1` (the default), `bls12-381-g2`, `bn254-g1`, `bn254-g2`; checked against the CPU
+//! backend up to 2^20 points.
 //! Prints the time of context creation (upload and shifted copies), of an MSM with the scalar
 //! upload, and of an MSM from scalars already on the GPU (the median of 5 runs each). Every
 //! result is also checked against its closed form: base i is (k + i) G.
@@ -7,11 +9,11 @@
 
 use std::time::{Duration, Instant};
 
-use ark_bls12_381::{Fr, G1Affine, G1Projective};
+use ark_ec::short_weierstrass::{Affine, Projective};
 use ark_ec::{CurveGroup, PrimeGroup};
 use ark_ff::UniformRand;
 use ark_std::rand::{SeedableRng, rngs::StdRng};
-use msm::{ContextOptions, Cpu, Cuda, MsmBackend};
+use msm::{ContextOptions, Cpu, Cuda, MsmBackend, MsmCurve};
 use rayon::prelude::*;
 
 fn median(mut times: Vec<Duration>) -> Duration {
@@ -25,22 +27,36 @@ fn main() {
         .first()
         .map_or(20, |a| a.parse().expect("log2 of the points"));
     let shifted_bases = args.get(1).is_none_or(|a| a != "unshifted");
-    let window_bits = args.get(2).map(|a| a.parse().expect("window bits"));
+    let window_bits = args
+        .get(2)
+        .filter(|a| *a != "default")
+        .map(|a| a.parse().expect("window bits"));
+    match args.get(3).map_or("bls12-381-g1", String::as_str) {
+        "bls12-381-g1" => run::<ark_bls12_381::g1::Config>(log, shifted_bases, window_bits),
+        "bls12-381-g2" => run::<ark_bls12_381::g2::Config>(log, shifted_bases, window_bits),
+        "bn254-g1" => run::<ark_bn254::g1::Config>(log, shifted_bases, window_bits),
+        "bn254-g2" => run::<ark_bn254::g2::Config>(log, shifted_bases, window_bits),
+        other => panic!("unknown group {other}"),
+    }
+}
+
+fn run<C: MsmCurve>(log: u32, shifted_bases: bool, window_bits: Option<u32>) {
+    type Fr<C> = <C as ark_ec::CurveConfig>::ScalarField;
     let n = 1usize << log;
 
     // Bases (k + i) * G from parallel chunks of additions; uniform scalars.
     let mut rng = StdRng::seed_from_u64(1);
-    let k = Fr::rand(&mut rng);
-    let g = G1Projective::generator();
-    let projective: Vec<G1Projective> = (0..n.div_ceil(4096))
+    let k = Fr::<C>::rand(&mut rng);
+    let g = Projective::<C>::generator();
+    let projective: Vec<Projective<C>> = (0..n.div_ceil(4096))
         .into_par_iter()
         .flat_map_iter(|c| {
-            let start = g * (k + Fr::from((c * 4096) as u64));
+            let start = g * (k + Fr::<C>::from((c * 4096) as u64));
             std::iter::successors(Some(start), move |p| Some(*p + g)).take(4096.min(n - c * 4096))
         })
         .collect();
-    let bases: Vec<G1Affine> = G1Projective::normalize_batch(&projective);
-    let scalars: Vec<Fr> = (0..n).map(|_| Fr::rand(&mut rng)).collect();
+    let bases: Vec<Affine<C>> = Projective::<C>::normalize_batch(&projective);
+    let scalars: Vec<Fr<C>> = (0..n).map(|_| Fr::<C>::rand(&mut rng)).collect();
 
     let gpu = Cuda::new().unwrap();
     let options = ContextOptions {
@@ -53,10 +69,10 @@ fn main() {
     let made = start.elapsed();
     let sum = context.msm(&scalars).unwrap();
     // Base i is (k + i) G, so the sum is (sum of s_i (k + i)) G at every size.
-    let exponent: Fr = scalars
+    let exponent: Fr<C> = scalars
         .par_iter()
         .enumerate()
-        .map(|(i, s)| *s * (k + Fr::from(i as u64)))
+        .map(|(i, s)| *s * (k + Fr::<C>::from(i as u64)))
         .sum();
     assert_eq!(sum, g * exponent, "GPU differs from the closed form");
     if log <= 20 {
@@ -86,8 +102,9 @@ fn main() {
             .collect(),
     );
     println!(
-        "2^{log} points, c = {}, shifted {shifted_bases}: context {made:.2?}, msm {with_upload:.2?} \
+        "{}, 2^{log} points, c = {}, shifted {shifted_bases}: context {made:.2?}, msm {with_upload:.2?} \
          with scalar upload, {resident:.2?} resident{}",
+        C::NAME,
         context.window_bits(),
         if log <= 20 {
             " (checked against the CPU and the closed form)"

@@ -67,6 +67,31 @@ const FIRST_PASS_THREADS_LOG: u32 = 17;
 const FIRST_SEGMENT_MAX: u64 = 256;
 /// Entries summed by one thread in the reduction passes after the first.
 const LATER_PASS_SEGMENT: u32 = 8;
+/// The sort of the digits by bucket key, as msm.cu's constants of the same names (see
+/// `msm_count_partitions` there): at most `MAX_FINE` fine partitions of keys, `FINE_PER_COARSE`
+/// of them to a coarse partition; the threads of each pass's blocks and what each block takes:
+/// scalars (the counting), digits (the coarse pass: a tile of scalars whose digits fit), entries
+/// (the fine pass), one fine partition (the last pass, in shared memory up to `SORT_CAP`).
+const MAX_FINE: u64 = 32768;
+const FINE_PER_COARSE: u64 = 128;
+const COUNT_THREADS: u32 = 256;
+const COUNT_TILE: u64 = 64 * COUNT_THREADS as u64;
+const TILE_THREADS: u32 = 256;
+const TILE_ENTRIES: u64 = 12288;
+const FINE_THREADS: u32 = 512;
+const FINE_TILE: u64 = 16 * FINE_THREADS as u64;
+const SORT_THREADS: u32 = 1024;
+const SORT_CAP: u64 = 16 * SORT_THREADS as u64;
+/// Digits a fine partition should hold, at least: three eighths of `SORT_CAP`, since the
+/// partitions come in powers of two of keys (so up to twice as many digits each) and need not be
+/// even. And
+/// the most keys one may have (`2^MAX_FINE_SHIFT`: their counters take 32 KiB of shared
+/// memory, 160 KiB with the entries, within the 163 KiB an A100 allows a block; `MAX_FINE`
+/// partitions of that cover any key count the window widths allow).
+const FINE_ENTRIES: u64 = 3 * SORT_CAP / 8;
+const MAX_FINE_SHIFT: u32 = 12;
+/// Bytes of a digit entry (key, point reference).
+const ENTRY_BYTES: u64 = 8;
 /// About this many threads reduce the buckets (enough to fill the GPU a few times).
 const REDUCE_THREADS: u64 = 1 << 15;
 /// Device memory left free for the driver and other work.
@@ -99,7 +124,7 @@ pub struct ContextOptions {
     /// `ceil(256 / c)` times the memory of the bases and a one-time precomputation.
     pub shifted_bases: bool,
     /// The most scalars one pass through the device scratch memory takes (the sort and the
-    /// partial sums need about 300 bytes per scalar); `None` takes as many as fit. Larger
+    /// partial sums need about 400 bytes per scalar); `None` takes as many as fit. Larger
     /// MSMs run in several passes whose sums are added.
     pub scratch_points: Option<usize>,
 }
@@ -133,11 +158,13 @@ type LoadedKernels = Vec<(&'static str, Arc<Kernels>)>;
 #[derive(Debug, Clone)]
 struct Kernels {
     scalars_canonical: Kernel,
-    count_digits: Kernel,
+    count_partitions: Kernel,
     scan_tiles: Kernel,
     scan_tile_sums: Kernel,
     scan_apply: Kernel,
-    scatter_digits: Kernel,
+    partition_coarse: Kernel,
+    partition_fine: Kernel,
+    sort_partitions: Kernel,
     accumulate_affine: Kernel,
     accumulate_xyzz: Kernel,
     bucket_reduce: Kernel,
@@ -151,11 +178,13 @@ impl Kernels {
         let kernel = |name: &str| gpu.kernel(module, name);
         Ok(Self {
             scalars_canonical: kernel("msm_scalars_canonical")?,
-            count_digits: kernel("msm_count_digits")?,
+            count_partitions: kernel("msm_count_partitions")?,
             scan_tiles: kernel("msm_scan_tiles")?,
             scan_tile_sums: kernel("msm_scan_tile_sums")?,
             scan_apply: kernel("msm_scan_apply")?,
-            scatter_digits: kernel("msm_scatter_digits")?,
+            partition_coarse: kernel("msm_partition_coarse")?,
+            partition_fine: kernel("msm_partition_fine")?,
+            sort_partitions: kernel("msm_sort_partitions")?,
             accumulate_affine: kernel("msm_accumulate_affine")?,
             accumulate_xyzz: kernel("msm_accumulate_xyzz")?,
             bucket_reduce: kernel("msm_bucket_reduce")?,
@@ -272,9 +301,9 @@ impl Cuda {
     /// memory now, leaving room for the scratch of its MSMs (or the upload limit, if lower).
     fn bases_that_fit<C: MsmCurve>(&self) -> Result<usize, Error> {
         let free = self.gpu.free_memory()?.saturating_sub(RESERVED_BYTES);
-        // Bases plus, with c = 16, scratch of about 1.6 XYZZ points per point (300 bytes in
-        // BLS12-381 G1).
-        let scratch = (size_of::<XyzzOf<C>>() * 25).div_ceil(16);
+        // Bases plus, with c = 16, scratch of about 1.6 XYZZ points per point, and its 16
+        // digits once more (8 bytes each) for their partitioning: 428 bytes in BLS12-381 G1.
+        let scratch = (size_of::<XyzzOf<C>>() * 25).div_ceil(16) + 16 * 8;
         let fit = (free / (size_of::<AffineOf<C>>() + scratch)).max(1);
         Ok(fit.min(self.upload_limit.unwrap_or(usize::MAX)))
     }
@@ -577,9 +606,12 @@ impl<C: MsmCurve> MsmContext<C> {
         s.pieces.zero()?;
         // SAFETY: for every launch below, the arguments match the kernel's parameters in
         // msm.cu in number, order and layout. Bounds: `scalars` holds at least offset + n
-        // scalars (the callers' chunks) and first + n <= points; `s.scalars` holds `chunk >= n` scalars; digit
-        // keys are below `s.keys` (the length of counts, cursors and buckets); at most
-        // n * windows <= `s.entries` digits are scattered; pass p writes at most
+        // scalars (the callers' chunks) and first + n <= points; `s.scalars` holds `chunk >= n`
+        // scalars; digit keys are below the length of buckets (bucket sets times 2^(c - 1)), their fine partitions
+        // below `s.fine` (the length of counts and cursors; the sort's blocks get a counter of
+        // dynamic shared memory for each of a partition's keys) and their coarse ones below
+        // the length of coarse_cursors; at most n * windows <= `s.entries` digits are
+        // partitioned and sorted; pass p writes at most
         // 2 * `s.segments[p]` partials, which fit its output buffer (sized in Scratch::new);
         // the group sums hold (W, P) for windows * groups nodes, and each tree level writes
         // half of what it reads.
@@ -590,11 +622,23 @@ impl<C: MsmCurve> MsmContext<C> {
                 .value(&n64)
                 .buffer_mut(&mut s.scalars)
                 .run()?;
-            gpu.launch(&kernels.count_digits, per_scalar)
-                .buffer(&s.scalars)
-                .value(&layout)
-                .buffer_mut(&mut s.counts)
-                .run()?;
+            // The sort's kernels take dynamic shared memory beyond the default 48 KiB.
+            let count_shared = 4 * s.fine;
+            kernels.count_partitions.allow_shared_bytes(count_shared)?;
+            gpu.launch(
+                &kernels.count_partitions,
+                Grid {
+                    blocks: n64.div_ceil(COUNT_TILE) as u32,
+                    threads: COUNT_THREADS,
+                    shared_bytes: count_shared,
+                },
+            )
+            .buffer(&s.scalars)
+            .value(&layout)
+            .value(&s.fine_shift)
+            .value(&s.fine)
+            .buffer_mut(&mut s.counts)
+            .run()?;
             let tiles = s.tile_sums.len() as u32;
             let scan = Grid {
                 blocks: tiles,
@@ -603,7 +647,7 @@ impl<C: MsmCurve> MsmContext<C> {
             };
             gpu.launch(&kernels.scan_tiles, scan)
                 .buffer(&s.counts)
-                .value(&s.keys)
+                .value(&s.fine)
                 .buffer_mut(&mut s.tile_sums)
                 .run()?;
             gpu.launch(&kernels.scan_tile_sums, Grid { blocks: 1, ..scan })
@@ -613,16 +657,62 @@ impl<C: MsmCurve> MsmContext<C> {
                 .run()?;
             gpu.launch(&kernels.scan_apply, scan)
                 .buffer(&s.counts)
-                .value(&s.keys)
+                .value(&s.fine)
                 .buffer(&s.tile_sums)
                 .buffer_mut(&mut s.cursors)
+                .buffer_mut(&mut s.coarse_cursors)
                 .run()?;
-            gpu.launch(&kernels.scatter_digits, per_scalar)
-                .buffer(&s.scalars)
-                .value(&layout)
-                .buffer_mut(&mut s.cursors)
-                .buffer_mut(&mut s.sorted)
-                .run()?;
+            let tile_scalars = (TILE_ENTRIES / u64::from(self.windows)).max(1);
+            let coarse = s.fine.div_ceil(FINE_PER_COARSE as u32);
+            let tile_shared = (TILE_ENTRIES * ENTRY_BYTES) as u32;
+            kernels.partition_coarse.allow_shared_bytes(tile_shared)?;
+            gpu.launch(
+                &kernels.partition_coarse,
+                Grid {
+                    blocks: n64.div_ceil(tile_scalars) as u32,
+                    threads: TILE_THREADS,
+                    shared_bytes: tile_shared,
+                },
+            )
+            .buffer(&s.scalars)
+            .value(&layout)
+            .value(&(tile_scalars as u32))
+            .value(&s.fine_shift)
+            .value(&coarse)
+            .buffer_mut(&mut s.coarse_cursors)
+            .buffer_mut(&mut s.sorted)
+            .run()?;
+            let fine_shared = (FINE_TILE * ENTRY_BYTES) as u32;
+            kernels.partition_fine.allow_shared_bytes(fine_shared)?;
+            gpu.launch(
+                &kernels.partition_fine,
+                Grid {
+                    blocks: (n64 * u64::from(self.windows)).div_ceil(FINE_TILE) as u32,
+                    threads: FINE_THREADS,
+                    shared_bytes: fine_shared,
+                },
+            )
+            .buffer(&s.sorted)
+            .buffer(&s.counters)
+            .value(&s.fine_shift)
+            .buffer_mut(&mut s.cursors)
+            .buffer_mut(&mut s.partitioned)
+            .run()?;
+            let sort_shared = (SORT_CAP * ENTRY_BYTES + (8 << s.fine_shift)) as u32;
+            kernels.sort_partitions.allow_shared_bytes(sort_shared)?;
+            gpu.launch(
+                &kernels.sort_partitions,
+                Grid {
+                    blocks: s.fine,
+                    threads: SORT_THREADS,
+                    shared_bytes: sort_shared,
+                },
+            )
+            .buffer(&s.partitioned)
+            .buffer(&s.cursors)
+            .value(&s.fine_shift)
+            .buffer_mut(&mut s.sorted)
+            .run()?;
             gpu.launch(
                 &kernels.accumulate_affine,
                 Grid::cover(s.segments[0], THREADS),
@@ -749,8 +839,6 @@ fn precompute_shifted<L: Coordinate>(
 struct Scratch<C: MsmCurve> {
     /// Scalars per chunk.
     chunk: usize,
-    /// Bucket keys: bucket sets times `2^(c-1)`.
-    keys: u32,
     /// Bucket sets: the windows, or one with shifted bases.
     bucket_sets: u32,
     /// Groups of buckets per set in the bucket reduction.
@@ -760,15 +848,25 @@ struct Scratch<C: MsmCurve> {
     /// The most segments (threads) of each reduction pass.
     segments: Vec<u64>,
     scalars: DeviceBuffer<u64>,
+    /// Digits per fine partition.
     counts: DeviceBuffer<u32>,
+    /// Where each fine partition's next digit goes, then where it ends.
     cursors: DeviceBuffer<u32>,
+    /// Keys of a fine partition: `2^fine_shift`.
+    fine_shift: u32,
+    /// Fine partitions: `keys` over `2^fine_shift`, at most `MAX_FINE`.
+    fine: u32,
+    /// Where each coarse partition's next run of digits goes.
+    coarse_cursors: DeviceBuffer<u32>,
     /// Sums of tiles of `SCAN_TILE` counts, then their offsets.
     tile_sums: DeviceBuffer<u32>,
     /// Entries of each reduction pass (`counters[p]`), written by the device.
     counters: DeviceBuffer<u32>,
     /// Whether reduction pass p left pieces of runs for the next (`pieces[p]`, nonzero if so).
     pieces: DeviceBuffer<u32>,
-    /// The nonzero digits sorted by bucket: (key, point reference) pairs.
+    /// The nonzero digits as (key, point reference) pairs: in `sorted` by coarse partition, then
+    /// in `partitioned` by fine partition, then in `sorted` by key.
+    partitioned: DeviceBuffer<[u32; 2]>,
     sorted: DeviceBuffer<[u32; 2]>,
     /// Partial sums of the reduction passes: pass p writes set p % 2.
     partial_keys: [DeviceBuffer<u32>; 2],
@@ -804,14 +902,15 @@ impl<C: MsmCurve> Scratch<C> {
         // Memory that does not grow with the chunk, then per scalar of a chunk.
         let xyzz = size_of::<XyzzOf<C>>() as u64;
         // Two points per group, then two per pair of groups.
-        let fixed = keys * (8 + xyzz) + 3 * u64::from(bucket_sets) * groups * xyzz;
-        // Scalars, sorted keys and references, and the first pass's partial sums.
+        let fixed = keys * xyzz + 8 * MAX_FINE + 3 * u64::from(bucket_sets) * groups * xyzz;
+        // Scalars, keys and references partitioned and sorted, and the first pass's partial
+        // sums.
         let first_segment_for =
             |chunk: u64| ((chunk * windows) >> FIRST_PASS_THREADS_LOG).clamp(2, FIRST_SEGMENT_MAX);
         // The first pass's partials, then the second's (a quarter as many).
         let per_scalar = |first_segment: u64| {
             let partials = 2 * windows * (4 + xyzz) / first_segment + 1;
-            32 + 8 * windows + partials + partials / 4 + 1
+            32 + 16 * windows + partials + partials / 4 + 1
         };
         let free = gpu.free_memory()?.saturating_sub(RESERVED_BYTES) as u64;
         let room = free.saturating_sub(fixed);
@@ -832,18 +931,23 @@ impl<C: MsmCurve> Scratch<C> {
         let partials = |pass: usize| segments.get(pass).map_or(1, |s| 2 * s) as usize;
         let u32s = |len: u64| gpu.alloc_zeroed::<u32>(len as usize);
         let points = |len: u64| gpu.alloc_zeroed::<XyzzOf<C>>(len as usize);
+        let fine_shift = fine_partition_shift(keys, entries);
+        let fine = keys.div_ceil(1u64 << fine_shift);
         Ok(Self {
             chunk: chunk as usize,
-            keys: keys as u32,
+            fine_shift,
+            fine: fine as u32,
+            coarse_cursors: u32s(fine.div_ceil(FINE_PER_COARSE))?,
             bucket_sets,
             groups: groups as u32,
             first_segment,
             scalars: gpu.alloc_zeroed(4 * chunk as usize)?,
-            counts: u32s(keys)?,
-            cursors: u32s(keys)?,
-            tile_sums: u32s(keys.div_ceil(SCAN_TILE))?,
+            counts: u32s(fine)?,
+            cursors: u32s(fine)?,
+            tile_sums: u32s(fine.div_ceil(SCAN_TILE))?,
             counters: u32s(segments.len() as u64 + 1)?,
             pieces: u32s(segments.len() as u64)?,
+            partitioned: gpu.alloc_zeroed(entries as usize)?,
             sorted: gpu.alloc_zeroed(entries as usize)?,
             partial_keys: [u32s(partials(0) as u64)?, u32s(partials(1) as u64)?],
             partial_points: [points(partials(0) as u64)?, points(partials(1) as u64)?],
@@ -857,6 +961,20 @@ impl<C: MsmCurve> Scratch<C> {
             segments,
         })
     }
+}
+
+/// Keys per fine partition of the sort (`2^shift`) for `keys` bucket keys and at most `entries`
+/// digits: the fewest that make at most one partition per `FINE_ENTRIES` digits, at most
+/// `MAX_FINE` partitions and at most `2^MAX_FINE_SHIFT` keys to one. (Beyond `MAX_FINE` times
+/// `SORT_CAP` digits, 2^29, as 2^25.4 scalars in 12 windows give, even partitions overflow the
+/// last pass's shared memory and take its slower path.)
+fn fine_partition_shift(keys: u64, entries: u64) -> u32 {
+    let partitions = (entries / FINE_ENTRIES).clamp(1, MAX_FINE);
+    let mut shift = 0;
+    while shift < MAX_FINE_SHIFT && keys.div_ceil(1 << shift) > partitions {
+        shift += 1;
+    }
+    shift
 }
 
 /// The largest power of two at most `x` (1 for 0).
@@ -930,5 +1048,39 @@ impl<C: MsmCurve> MsmBackend<C> for Backend {
         scalar_sets: &[&[C::ScalarField]],
     ) -> Result<Vec<Projective<C>>, Error> {
         self.as_dyn().msm_batch(bases, scalar_sets)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every key count the window widths allow, shifted or not, at chunk sizes from one scalar
+    /// to the largest: at most `MAX_FINE` fine partitions, whose key counters fit the shared
+    /// memory the sort's kernel is allowed, and on average at most three quarters of `SORT_CAP`
+    /// digits each where no limit binds (nor the key count).
+    #[test]
+    fn fine_partitions_fit_the_sort() {
+        for c in 1..=MAX_GPU_WINDOW_BITS {
+            let windows = u64::from(window_count(c));
+            for bucket_sets in [1, windows] {
+                let keys = bucket_sets << (c - 1);
+                for log in 0..=31 {
+                    let entries = ((1u64 << log) * windows).min(MAX_ENTRIES);
+                    let shift = fine_partition_shift(keys, entries);
+                    let fine = keys.div_ceil(1 << shift);
+                    assert!(
+                        shift <= MAX_FINE_SHIFT && fine <= MAX_FINE,
+                        "c {c} keys {keys}"
+                    );
+                    if entries <= MAX_FINE * FINE_ENTRIES && shift > 0 && shift < MAX_FINE_SHIFT {
+                        assert!(
+                            entries / fine <= 3 * SORT_CAP / 4,
+                            "c {c} keys {keys} entries {entries}"
+                        );
+                    }
+                }
+            }
+        }
     }
 }

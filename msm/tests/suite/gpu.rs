@@ -67,8 +67,9 @@ fn random_inputs_of_many_sizes<C: MsmCurve>(max: usize) {
     }
 }
 
-/// `n` random points, plain and shifted, and the adversarial case of one bucket per window
-/// holding every point.
+/// `n` random points, plain and shifted, the adversarial case of one bucket per window
+/// holding every point, and most points in one bucket per window with the rest spread (so that
+/// the sort meets partitions far larger and far smaller than its tiles together).
 fn large<C: MsmCurve>(n: usize) {
     let gpu = cuda();
     let seed = fresh_seed();
@@ -93,6 +94,20 @@ fn large<C: MsmCurve>(n: usize) {
         shifted.msm(&equal).unwrap(),
         expected,
         "{what}, equal, shifted"
+    );
+    let mostly_equal: Vec<_> = (0..n)
+        .map(|i| if i % 16 == 0 { random[i] } else { random[0] })
+        .collect();
+    let expected = oracle(&bases, &mostly_equal);
+    assert_eq!(
+        plain.msm(&mostly_equal).unwrap(),
+        expected,
+        "{what}, mostly equal"
+    );
+    assert_eq!(
+        shifted.msm(&mostly_equal).unwrap(),
+        expected,
+        "{what}, mostly equal, shifted"
     );
 }
 
