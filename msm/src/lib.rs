@@ -17,8 +17,8 @@
 //!
 //! [`Cuda`] (feature `cuda`, on by default) runs the whole algorithm on the GPU, in every
 //! group too (one CUDA source, compiled once per group; coordinates in `Fq` or `Fq2`): recoding
-//! the
-//! scalars into signed digits, a counting sort of the digits by bucket, bucket accumulation
+//! the scalars into signed digits, a sort of the digits by bucket (counting sorts through two
+//! levels of partitions of the bucket keys), bucket accumulation
 //! with XYZZ + affine additions in a load-balanced segmented reduction, bucket reduction by
 //! running sums, and the window combination. [`MsmContext`] ([`Cuda::context`]) keeps the
 //! bases on the GPU for many MSMs, optionally with precomputed shifted copies

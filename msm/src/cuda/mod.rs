@@ -8,8 +8,11 @@
 //!
 //! 1. arkworks' Montgomery-form scalars become plain integers;
 //! 2. each scalar is cut into signed `c`-bit digits (in `[-2^(c-1), 2^(c-1)]`);
-//! 3. a counting sort groups the nonzero digits by bucket (window and `|digit|`); equal keys
-//!    in a warp share one atomic, so skewed scalars do not serialize on one counter;
+//! 3. the nonzero digits are sorted by bucket (window and `|digit|`) in three passes that each
+//!    write whole runs of entries: by coarse partition of the bucket keys, by fine partition
+//!    (each about 10^4 digits), then within each fine partition in shared memory. A direct
+//!    scatter to per-bucket cursors, as before, wrote each 8-byte entry at a random place of a
+//!    gigabyte-sized list (a partial-sector write to DRAM each) and took three times as long;
 //! 4. a segmented reduction sums each bucket: every thread adds a fixed number of sorted
 //!    entries with XYZZ + affine additions, so a bucket holding every point costs no more
 //!    than even buckets; sums that cross thread boundaries are combined in further passes;
