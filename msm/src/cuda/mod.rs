@@ -625,16 +625,11 @@ impl<C: MsmCurve> MsmContext<C> {
                 .value(&n64)
                 .buffer_mut(&mut s.scalars)
                 .run()?;
-            // The sort's kernels take dynamic shared memory beyond the default 48 KiB.
-            let count_shared = 4 * s.fine;
-            kernels.count_partitions.allow_shared_bytes(count_shared)?;
+            let count = &kernels.count_partitions;
+            let blocks = n64.div_ceil(COUNT_TILE) as u32;
             gpu.launch(
-                &kernels.count_partitions,
-                Grid {
-                    blocks: n64.div_ceil(COUNT_TILE) as u32,
-                    threads: COUNT_THREADS,
-                    shared_bytes: count_shared,
-                },
+                count,
+                shared_grid(count, blocks, COUNT_THREADS, 4 * s.fine)?,
             )
             .buffer(&s.scalars)
             .value(&layout)
@@ -667,15 +662,12 @@ impl<C: MsmCurve> MsmContext<C> {
                 .run()?;
             let tile_scalars = (TILE_ENTRIES / u64::from(self.windows)).max(1);
             let coarse = s.fine.div_ceil(FINE_PER_COARSE as u32);
-            let tile_shared = (TILE_ENTRIES * ENTRY_BYTES) as u32;
-            kernels.partition_coarse.allow_shared_bytes(tile_shared)?;
+            let by_coarse = &kernels.partition_coarse;
+            let blocks = n64.div_ceil(tile_scalars) as u32;
+            let tile_bytes = (TILE_ENTRIES * ENTRY_BYTES) as u32;
             gpu.launch(
-                &kernels.partition_coarse,
-                Grid {
-                    blocks: n64.div_ceil(tile_scalars) as u32,
-                    threads: TILE_THREADS,
-                    shared_bytes: tile_shared,
-                },
+                by_coarse,
+                shared_grid(by_coarse, blocks, TILE_THREADS, tile_bytes)?,
             )
             .buffer(&s.scalars)
             .value(&layout)
@@ -685,15 +677,12 @@ impl<C: MsmCurve> MsmContext<C> {
             .buffer_mut(&mut s.coarse_cursors)
             .buffer_mut(&mut s.sorted)
             .run()?;
-            let fine_shared = (FINE_TILE * ENTRY_BYTES) as u32;
-            kernels.partition_fine.allow_shared_bytes(fine_shared)?;
+            let by_fine = &kernels.partition_fine;
+            let blocks = (n64 * u64::from(self.windows)).div_ceil(FINE_TILE) as u32;
+            let tile_bytes = (FINE_TILE * ENTRY_BYTES) as u32;
             gpu.launch(
-                &kernels.partition_fine,
-                Grid {
-                    blocks: (n64 * u64::from(self.windows)).div_ceil(FINE_TILE) as u32,
-                    threads: FINE_THREADS,
-                    shared_bytes: fine_shared,
-                },
+                by_fine,
+                shared_grid(by_fine, blocks, FINE_THREADS, tile_bytes)?,
             )
             .buffer(&s.sorted)
             .buffer(&s.counters)
@@ -701,21 +690,14 @@ impl<C: MsmCurve> MsmContext<C> {
             .buffer_mut(&mut s.cursors)
             .buffer_mut(&mut s.partitioned)
             .run()?;
-            let sort_shared = (SORT_CAP * ENTRY_BYTES + (8 << s.fine_shift)) as u32;
-            kernels.sort_partitions.allow_shared_bytes(sort_shared)?;
-            gpu.launch(
-                &kernels.sort_partitions,
-                Grid {
-                    blocks: s.fine,
-                    threads: SORT_THREADS,
-                    shared_bytes: sort_shared,
-                },
-            )
-            .buffer(&s.partitioned)
-            .buffer(&s.cursors)
-            .value(&s.fine_shift)
-            .buffer_mut(&mut s.sorted)
-            .run()?;
+            let sort = &kernels.sort_partitions;
+            let sort_bytes = (SORT_CAP * ENTRY_BYTES + (8 << s.fine_shift)) as u32;
+            gpu.launch(sort, shared_grid(sort, s.fine, SORT_THREADS, sort_bytes)?)
+                .buffer(&s.partitioned)
+                .buffer(&s.cursors)
+                .value(&s.fine_shift)
+                .buffer_mut(&mut s.sorted)
+                .run()?;
             gpu.launch(
                 &kernels.accumulate_affine,
                 Grid::cover(s.segments[0], THREADS),
@@ -964,6 +946,22 @@ impl<C: MsmCurve> Scratch<C> {
             segments,
         })
     }
+}
+
+/// `blocks` blocks of `threads` threads with `shared_bytes` of dynamic shared memory for
+/// `kernel`, which is allowed that much (the sort's kernels take more than the default 48 KiB).
+fn shared_grid(
+    kernel: &Kernel,
+    blocks: u32,
+    threads: u32,
+    shared_bytes: u32,
+) -> Result<Grid, Error> {
+    kernel.allow_shared_bytes(shared_bytes)?;
+    Ok(Grid {
+        blocks,
+        threads,
+        shared_bytes,
+    })
 }
 
 /// Keys per fine partition of the sort (`2^shift`) for `keys` bucket keys and at most `entries`
