@@ -137,8 +137,8 @@ __device__ __forceinline__ void for_each_digit(const u32* scalars, const DigitLa
 //   msm_partition_fine: each block takes a tile of that list, sorts it by fine partition and
 //     writes one run per fine partition;
 //   msm_sort_partitions: one block per fine partition sorts it by key in shared memory.
-// Shared-memory atomics of single lanes count and place the entries: keys are spread, so the
-// lanes of a warp rarely share a counter and a warp-wide match would cost more than it saves.
+// Each lane counts and places its own entries with shared-memory atomics: the keys are spread,
+// so the lanes of a warp rarely share a counter.
 #define MAX_FINE 32768
 #define FINE_PER_COARSE 128
 #define MAX_COARSE (MAX_FINE / FINE_PER_COARSE)

@@ -87,10 +87,9 @@ const SORT_THREADS: u32 = 1024;
 const SORT_CAP: u64 = 16 * SORT_THREADS as u64;
 /// Digits a fine partition should hold, at least: three eighths of `SORT_CAP`, since the
 /// partitions come in powers of two of keys (so up to twice as many digits each) and need not be
-/// even. And
-/// the most keys one may have (`2^MAX_FINE_SHIFT`: their counters take 32 KiB of shared
-/// memory, 160 KiB with the entries, within the 163 KiB an A100 allows a block; `MAX_FINE`
-/// partitions of that cover any key count the window widths allow).
+/// even. And the most keys one may have (`2^MAX_FINE_SHIFT`: their counters take 32 KiB of
+/// shared memory, 160 KiB with the entries, within the 163 KiB an A100 allows a block;
+/// `MAX_FINE` partitions of that cover any key count the window widths allow).
 const FINE_ENTRIES: u64 = 3 * SORT_CAP / 8;
 const MAX_FINE_SHIFT: u32 = 12;
 /// Bytes of a digit entry (key, point reference).
