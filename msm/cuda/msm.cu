@@ -98,8 +98,8 @@ struct DigitLayout {
 // `first` must be the same for every lane of a warp, so that every lane makes the same calls and
 // `visit` may use warp-wide intrinsics.
 template <typename Visit>
-__device__ __forceinline__ void for_each_digit_of(const u32* scalars, const DigitLayout& layout,
-                                                  u64 first, u64 end, u64 step, Visit visit) {
+__device__ __forceinline__ void for_each_digit(const u32* scalars, const DigitLayout& layout,
+                                               u64 first, u64 end, u64 step, Visit visit) {
     u32 lane = threadIdx.x % 32;
     for (u64 base = first; base < end; base += step) {
         u64 i = base + lane;
@@ -115,14 +115,6 @@ __device__ __forceinline__ void for_each_digit_of(const u32* scalars, const Digi
             visit(key, ref);
         }
     }
-}
-
-// for_each_digit_of over the whole chunk, by a grid-stride loop.
-template <typename Visit>
-__device__ __forceinline__ void for_each_digit(const u32* scalars, const DigitLayout& layout,
-                                               Visit visit) {
-    for_each_digit_of(scalars, layout, global_thread_index() - threadIdx.x % 32, layout.n,
-                      grid_thread_count(), visit);
 }
 
 // The digits are sorted by bucket key in three passes, each of which writes whole runs of
@@ -251,14 +243,16 @@ extern "C" __global__ void msm_scan_apply(const u32* counts, u32 keys, const u32
     for (int k = 0; k < SCAN_PER_THREAD; k++) {
         if (mine + k < keys) {
             cursors[mine + k] = prefix;
-            if ((mine + k) % FINE_PER_COARSE == 0) coarse_cursors[(mine + k) / FINE_PER_COARSE] = prefix;
+            if ((mine + k) % FINE_PER_COARSE == 0) {
+                coarse_cursors[(mine + k) / FINE_PER_COARSE] = prefix;
+            }
         }
         prefix += run[k];
     }
 }
 
-// A sorted digit: its bucket key (x) and point reference (y), written with one store (the
-// slots are scattered, so one 8-byte write costs half of two 4-byte ones).
+// A sorted digit: its bucket key (x) and point reference (y), moved with one 8-byte load or
+// store.
 typedef uint2 SortedDigit;
 
 // counts[f] += the digits of fine partition f among scalars [tile, tile + COUNT_TILE).
@@ -269,10 +263,10 @@ extern "C" __global__ void __launch_bounds__(COUNT_THREADS) msm_count_partitions
     for (u32 f = threadIdx.x; f < fine; f += blockDim.x) local[f] = 0;
     __syncthreads();
     const u64 first = (u64)blockIdx.x * COUNT_TILE;
-    for_each_digit_of(scalars, layout, first + threadIdx.x - threadIdx.x % 32,
-                      min(first + COUNT_TILE, layout.n), blockDim.x, [&](u32 key, u32) {
-                          if (key != NO_KEY) atomicAdd(&local[key >> fine_shift], 1u);
-                      });
+    for_each_digit(scalars, layout, first + threadIdx.x - threadIdx.x % 32,
+                   min(first + COUNT_TILE, layout.n), blockDim.x, [&](u32 key, u32) {
+                       if (key != NO_KEY) atomicAdd(&local[key >> fine_shift], 1u);
+                   });
     __syncthreads();
     for (u32 f = threadIdx.x; f < fine; f += blockDim.x) {
         if (local[f] != 0) atomicAdd(&counts[f], local[f]);
@@ -298,8 +292,8 @@ __device__ __forceinline__ u32 block_scan_in_place(u32* counts, u32 n, u32 offse
 }
 
 // A tile's entries sorted by group in shared memory, and each group's run written out. The
-// caller counts the tile's entries per group into start[g] (zeroed by tile_runs_begin), calls
-// tile_runs_reserve, places every entry with tile_runs_place, and calls tile_runs_write.
+// caller calls begin, counts the tile's entries per group into start[g], calls reserve, places
+// every entry with place, and calls write.
 struct TileRuns {
     SortedDigit* tile;  // the entries by group, in shared memory
     u32* start;         // per group: its count, then where its entries start in `tile`
@@ -355,11 +349,11 @@ extern "C" __global__ void __launch_bounds__(TILE_THREADS) msm_partition_coarse(
     const u64 warp_first = first + threadIdx.x - threadIdx.x % 32;
     TileRuns runs{tile, start, fill, base, coarse, 0};
     runs.begin();
-    for_each_digit_of(scalars, layout, warp_first, end, blockDim.x, [&](u32 key, u32) {
+    for_each_digit(scalars, layout, warp_first, end, blockDim.x, [&](u32 key, u32) {
         if (key != NO_KEY) atomicAdd(&start[key >> coarse_shift], 1u);
     });
     runs.reserve(coarse_cursors, 0);
-    for_each_digit_of(scalars, layout, warp_first, end, blockDim.x, [&](u32 key, u32 ref) {
+    for_each_digit(scalars, layout, warp_first, end, blockDim.x, [&](u32 key, u32 ref) {
         if (key != NO_KEY) runs.place(key >> coarse_shift, make_uint2(key, ref));
     });
     runs.write(out, [&](SortedDigit d) { return d.x >> coarse_shift; });

@@ -609,11 +609,11 @@ impl<C: MsmCurve> MsmContext<C> {
         // SAFETY: for every launch below, the arguments match the kernel's parameters in
         // msm.cu in number, order and layout. Bounds: `scalars` holds at least offset + n
         // scalars (the callers' chunks) and first + n <= points; `s.scalars` holds `chunk >= n`
-        // scalars; digit keys are below the length of buckets (bucket sets times 2^(c - 1)), their fine partitions
-        // below `s.fine` (the length of counts and cursors; the sort's blocks get a counter of
-        // dynamic shared memory for each of a partition's keys) and their coarse ones below
-        // the length of coarse_cursors; at most n * windows <= `s.entries` digits are
-        // partitioned and sorted; pass p writes at most
+        // scalars; digit keys are below the length of buckets (bucket sets times 2^(c - 1)),
+        // their fine partitions below `s.fine` (the length of counts and cursors; the sort's
+        // blocks get a counter of dynamic shared memory for each of a partition's keys) and
+        // their coarse ones below the length of coarse_cursors; at most n * windows <=
+        // `s.entries` digits are partitioned and sorted; pass p writes at most
         // 2 * `s.segments[p]` partials, which fit its output buffer (sized in Scratch::new);
         // the group sums hold (W, P) for windows * groups nodes, and each tree level writes
         // half of what it reads.
