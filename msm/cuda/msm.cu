@@ -135,7 +135,6 @@ __device__ __forceinline__ void for_each_digit(const u32* scalars, const DigitLa
 #define FINE_PER_COARSE 128
 #define MAX_COARSE (MAX_FINE / FINE_PER_COARSE)
 #define COUNT_THREADS 256
-#define COUNT_TILE (64 * COUNT_THREADS)
 // Blocks of the coarse pass: TILE_THREADS threads, at most TILE_ENTRIES digits.
 #define TILE_THREADS 256
 #define TILE_ENTRIES 12288
@@ -255,16 +254,17 @@ extern "C" __global__ void msm_scan_apply(const u32* counts, u32 keys, const u32
 // store.
 typedef uint2 SortedDigit;
 
-// counts[f] += the digits of fine partition f among scalars [tile, tile + COUNT_TILE).
+// counts[f] += the digits of fine partition f among scalars [tile, tile + tile_scalars).
 // Dynamic shared memory: 4 bytes per fine partition.
 extern "C" __global__ void __launch_bounds__(COUNT_THREADS) msm_count_partitions(
-    const u32* scalars, DigitLayout layout, u32 fine_shift, u32 fine, u32* counts) {
+    const u32* scalars, DigitLayout layout, u32 tile_scalars, u32 fine_shift, u32 fine,
+    u32* counts) {
     extern __shared__ u32 local[];
     for (u32 f = threadIdx.x; f < fine; f += blockDim.x) local[f] = 0;
     __syncthreads();
-    const u64 first = (u64)blockIdx.x * COUNT_TILE;
+    const u64 first = (u64)blockIdx.x * tile_scalars;
     for_each_digit(scalars, layout, first + threadIdx.x - threadIdx.x % 32,
-                   min(first + COUNT_TILE, layout.n), blockDim.x, [&](u32 key, u32) {
+                   min(first + tile_scalars, layout.n), blockDim.x, [&](u32 key, u32) {
                        if (key != NO_KEY) atomicAdd(&local[key >> fine_shift], 1u);
                    });
     __syncthreads();
@@ -336,7 +336,8 @@ struct TileRuns {
 };
 
 // The digits of scalars [tile, tile + tile_scalars) (at most TILE_ENTRIES) to `out`, one run
-// per coarse partition, from coarse_cursors. Dynamic shared memory: TILE_ENTRIES entries.
+// per coarse partition, from coarse_cursors. Dynamic shared memory: their digits (TILE_ENTRIES
+// at most).
 extern "C" __global__ void __launch_bounds__(TILE_THREADS) msm_partition_coarse(
     const u32* scalars, DigitLayout layout, u32 tile_scalars, u32 fine_shift, u32 coarse,
     u32* coarse_cursors, SortedDigit* out) {
@@ -359,23 +360,24 @@ extern "C" __global__ void __launch_bounds__(TILE_THREADS) msm_partition_coarse(
     runs.write(out, [&](SortedDigit d) { return d.x >> coarse_shift; });
 }
 
-// Entries [tile, tile + FINE_TILE) of `in` (counters[0] entries, in coarse partitions) to
-// `out`, one run per fine partition, from fine_cursors (the fine partitions of the tile's first
-// two coarse partitions; entries of any further ones go one by one). Afterwards
-// fine_cursors[f] is the end of fine partition f. Dynamic shared memory: FINE_TILE entries.
+// Entries [tile, tile + tile_entries) of `in` (counters[0] entries, in coarse partitions;
+// tile_entries at most FINE_TILE) to `out`, one run per fine partition, from fine_cursors (the
+// fine partitions of the tile's first two coarse partitions; entries of any further ones go one
+// by one). Afterwards fine_cursors[f] is the end of fine partition f. Dynamic shared memory:
+// tile_entries entries.
 extern "C" __global__ void __launch_bounds__(FINE_THREADS) msm_partition_fine(
-    const SortedDigit* in, const u32* counters, u32 fine_shift, u32* fine_cursors,
-    SortedDigit* out) {
+    const SortedDigit* in, const u32* counters, u32 tile_entries, u32 fine_shift,
+    u32* fine_cursors, SortedDigit* out) {
     extern __shared__ SortedDigit tile[];
     __shared__ u32 start[FINE_WINDOW], fill[FINE_WINDOW], base[FINE_WINDOW];
-    const u32 entries = counters[0];
-    const u64 first = (u64)blockIdx.x * FINE_TILE;
-    if (first >= entries) return;
+    const u64 first = (u64)blockIdx.x * tile_entries;
+    if (first >= counters[0]) return;
+    const u64 end = min(first + tile_entries, (u64)counters[0]);
     SortedDigit d[FINE_PER_THREAD];
 #pragma unroll
     for (int k = 0; k < FINE_PER_THREAD; k++) {
         u64 e = first + k * FINE_THREADS + threadIdx.x;
-        d[k] = e < entries ? in[e] : make_uint2(NO_KEY, 0);
+        d[k] = e < end ? in[e] : make_uint2(NO_KEY, 0);
     }
     const u32 window_first = (in[first].x >> fine_shift) / FINE_PER_COARSE * FINE_PER_COARSE;
     // An entry's place in the window (FINE_WINDOW or more: outside it, or no entry).
