@@ -39,6 +39,15 @@ impl Kernel {
         Ok(())
     }
 
+    /// How many blocks of `threads` threads, with `shared_bytes` of dynamic shared memory each,
+    /// one multiprocessor runs at once (the driver's occupancy calculator): with the device's
+    /// multiprocessor count, how many threads make one wave of this kernel.
+    pub fn blocks_per_sm(&self, threads: u32, shared_bytes: u32) -> Result<u32> {
+        Ok(self
+            .function
+            .occupancy_max_active_blocks_per_multiprocessor(threads, shared_bytes as usize, None)?)
+    }
+
     /// Registers per thread, as compiled (for tuning and reports).
     pub fn registers(&self) -> Result<u32> {
         Ok(self.function.num_regs()?.unsigned_abs())
