@@ -143,6 +143,7 @@ macro_rules! proof_methods {
         }
     };
 }
+#[cfg(feature = "cuda")]
 use proof_methods;
 
 /// A Groth16 prover for one proving key whose MSMs run on the backends `G1` (the four G1
