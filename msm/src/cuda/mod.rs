@@ -985,7 +985,7 @@ fn shared_grid(
 fn first_segment(entries: u64, wave: u64) -> u64 {
     let wave = wave.max(1);
     let segment = (entries >> FIRST_PASS_THREADS_LOG).clamp(2, FIRST_SEGMENT_MAX);
-    let waves = entries.div_ceil(segment).div_ceil(wave);
+    let waves = entries.div_ceil(segment).div_ceil(wave).max(1);
     entries.div_ceil(waves * wave).clamp(2, segment)
 }
 
@@ -1092,7 +1092,8 @@ mod tests {
     /// the shortening took, and no segment grows.
     #[test]
     fn first_segments_fill_whole_waves() {
-        for wave in [1, 128, 132 * 4 * 128, 114 * 6 * 128, 1 << 20] {
+        for wave in [0, 1, 128, 132 * 4 * 128, 114 * 6 * 128, 1 << 20] {
+            assert_eq!(first_segment(0, wave), 2);
             for log in 0..=31u32 {
                 for entries in [
                     (1u64 << log) * 12,
@@ -1105,14 +1106,14 @@ mod tests {
                         (2..=before).contains(&segment),
                         "entries {entries} wave {wave}"
                     );
-                    let waves = entries.div_ceil(before).div_ceil(wave);
+                    let waves = entries.div_ceil(before).div_ceil(wave.max(1));
                     assert!(
-                        entries.div_ceil(segment) <= waves * wave,
+                        entries.div_ceil(segment) <= waves * wave.max(1),
                         "entries {entries} wave {wave}"
                     );
                     if segment > 2 && segment < before {
                         // Any shorter segment would need another wave.
-                        assert!(entries.div_ceil(segment - 1) > waves * wave);
+                        assert!(entries.div_ceil(segment - 1) > waves * wave.max(1));
                     }
                 }
             }
