@@ -268,7 +268,7 @@ impl Gpu {
                 other => other,
             }
         })?;
-        Ok(Kernel::new(name, function))
+        Ok(Kernel::new(name, function, Arc::clone(&self.context)))
     }
 
     fn module(&self, module: &Module) -> Result<Arc<CudaModule>> {

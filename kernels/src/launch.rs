@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{
-    CudaFunction, CudaStream, DeviceRepr, LaunchArgs, LaunchConfig, PushKernelArg,
+    CudaContext, CudaFunction, CudaStream, DeviceRepr, LaunchArgs, LaunchConfig, PushKernelArg,
 };
 
 use crate::buffer::{Completion, DeviceBuffer, PinnedBuffer};
@@ -15,13 +15,17 @@ use crate::error::Result;
 pub struct Kernel {
     name: String,
     function: CudaFunction,
+    /// The context the function lives in, made current on the calling thread before the
+    /// driver calls that need one (a thread that has launched nothing yet has none).
+    context: Arc<CudaContext>,
 }
 
 impl Kernel {
-    pub(crate) fn new(name: &str, function: CudaFunction) -> Self {
+    pub(crate) fn new(name: &str, function: CudaFunction, context: Arc<CudaContext>) -> Self {
         Self {
             name: name.to_owned(),
             function,
+            context,
         }
     }
 
@@ -34,6 +38,7 @@ impl Kernel {
     /// default 48 KiB; up to 227 KiB on Hopper). Errors if the device allows less.
     pub fn allow_shared_bytes(&self, bytes: u32) -> Result<()> {
         let attribute = CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+        self.context.bind_to_thread()?;
         self.function
             .set_attribute(attribute, i32::try_from(bytes).unwrap_or(i32::MAX))?;
         Ok(())
@@ -43,6 +48,7 @@ impl Kernel {
     /// one multiprocessor runs at once (the driver's occupancy calculator): with the device's
     /// multiprocessor count, how many threads make one wave of this kernel.
     pub fn blocks_per_sm(&self, threads: u32, shared_bytes: u32) -> Result<u32> {
+        self.context.bind_to_thread()?;
         Ok(self
             .function
             .occupancy_max_active_blocks_per_multiprocessor(threads, shared_bytes as usize, None)?)

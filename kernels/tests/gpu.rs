@@ -224,6 +224,24 @@ fn kernels_load_time_and_report_missing_names() {
     assert_eq!(out.to_host().unwrap(), filled(n as usize, seed));
 }
 
+/// The occupancy and attribute calls need the context current on the calling thread, which a
+/// thread that has not launched anything lacks (CUDA_ERROR_INVALID_CONTEXT before they bound
+/// it: msm's backend shared by eight threads failed so).
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn kernel_queries_work_on_a_fresh_thread() {
+    let gpu = Gpu::first().unwrap();
+    let kernel = gpu.kernel(&FILL, "fill").unwrap();
+    let here = kernel.blocks_per_sm(256, 0).unwrap();
+    assert!(here >= 1);
+    std::thread::spawn(move || {
+        assert_eq!(kernel.blocks_per_sm(256, 0).unwrap(), here);
+        kernel.allow_shared_bytes(64 * 1024).unwrap();
+    })
+    .join()
+    .unwrap();
+}
+
 #[test]
 #[ignore = "requires a CUDA GPU"]
 fn kernels_write_page_locked_memory_in_place() {
