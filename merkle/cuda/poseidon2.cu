@@ -63,3 +63,80 @@ struct Poseidon2 {
 };
 
 TREE_KERNELS(MidenSponge<Poseidon2>)
+
+// ---- the small levels on quads of lanes ----------------------------------------------------
+//
+// Near the root a level has too few merges to fill the GPU, and one thread walking a whole
+// permutation is what it waits for. There a quad of lanes shares a state: lane q holds elements
+// q, q + 4 and q + 8 (slot t holds element 4t + q), so that an external round's twelve S-boxes
+// are three per lane and the blocks of the external layer lie across the quad. Every lane of a
+// quad computes the internal rounds' S-box of element 0 (the same value), and the state's sum
+// takes two shuffles: more instructions per merge than one thread, in a shorter chain
+// (merkle/src/cuda.rs, POSEIDON2_QUAD_BELOW, gives the measured times).
+
+// Lane `from`'s value of v (from < 4), within this lane's quad.
+__device__ __forceinline__ u64 quad_lane(u64 v, u32 from) {
+    const u32 quad_mask = 0xfu << (threadIdx.x % 32 & ~3u);
+    return __shfl_sync(quad_mask, v, from, 4);
+}
+
+// The sum of v over this lane's quad, in every lane.
+__device__ __forceinline__ u64 quad_sum(u64 v) {
+    const u32 quad_mask = 0xfu << (threadIdx.x % 32 & ~3u);
+    v = gl_add(v, __shfl_xor_sync(quad_mask, v, 1, 4));
+    return gl_add(v, __shfl_xor_sync(quad_mask, v, 2, 4));
+}
+
+// external_layer on a quad: M4 on block t (slot t across the quad) gives element q
+// 2 x_q + 3 x_(q+1) + x_(q+2) + x_(q+3) = (x_0 + x_1 + x_2 + x_3) + x_q + 2 x_(q+1); the sum over
+// the three blocks of the elements at one place is this lane's three slots.
+__device__ __forceinline__ void external_layer_quad(u64* x) {
+#pragma unroll
+    for (int t = 0; t < 3; t++) {
+        const u64 next = quad_lane(x[t], (threadIdx.x + 1) % 4);
+        x[t] = gl_add(gl_add(quad_sum(x[t]), x[t]), gl_add(next, next));
+    }
+    const u64 sum = gl_add(gl_add(x[0], x[1]), x[2]);
+#pragma unroll
+    for (int t = 0; t < 3; t++) x[t] = gl_add(x[t], sum);
+}
+
+__device__ __forceinline__ void external_round_quad(u64* x, const ConstantBank& c, int offset) {
+    const u32 q = threadIdx.x % 4;
+#pragma unroll
+    for (int t = 0; t < 3; t++) x[t] = sbox_one(gl_add(x[t], c.w[offset + 4 * t + q]));
+    external_layer_quad(x);
+}
+
+// internal_round on a quad: the sum of the elements other than element 0 runs beside the
+// S-box, which every lane computes from lane 0's element 0.
+__device__ __forceinline__ void internal_round_quad(u64* x, const ConstantBank& c, int r) {
+    const u32 q = threadIdx.x % 4;
+    const u64 others = gl_add(q == 0 ? 0 : x[0], gl_add(x[1], x[2]));
+    const u64 boxed = sbox_one(gl_add(quad_lane(x[0], 0), c.w[P2_INTERNAL + r]));
+    if (q == 0) x[0] = boxed;
+    const u64 sum = gl_add(boxed, quad_sum(others));
+#pragma unroll
+    for (int t = 0; t < 3; t++) x[t] = gl_add(gl_mul(x[t], c.w[P2_DIAGONAL + 4 * t + q]), sum);
+}
+
+__device__ __forceinline__ void permute_quad(u64* x, const ConstantBank& c) {
+    external_layer_quad(x);
+#pragma unroll 1
+    for (int r = 0; r < 4; r++) external_round_quad(x, c, P2_INITIAL + 12 * r);
+#pragma unroll 1
+    for (int r = 0; r < 22; r++) internal_round_quad(x, c, r);
+#pragma unroll 1
+    for (int r = 0; r < 4; r++) external_round_quad(x, c, P2_TERMINAL + 12 * r);
+}
+
+// A tree level on quads (see merge_level_body): the sponge's state [left, right, 0, 0, 0, 0]
+// is slot 0 = left, slot 1 = right, slot 2 = 0, and lane q writes digest element q.
+extern "C" __global__ void merge_level_quad(Digest* trees, u64 leaves_per_tree, u64 parents,
+                                            u64 merges, const __grid_constant__ ConstantBank c) {
+    const LevelMerge m = level_merge<4>(trees, leaves_per_tree, parents, merges);
+    const u32 q = threadIdx.x % 4;
+    u64 x[3] = {to_mont(m.children[q]), to_mont(m.children[4 + q]), 0};
+    permute_quad(x, c);
+    if (m.active) m.parent->e[q] = from_mont(x[0]);
+}

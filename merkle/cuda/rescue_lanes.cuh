@@ -258,29 +258,6 @@ __device__ __forceinline__ u64 permute_split(u64 x, u32 lane, u32 element,
     return x;
 }
 
-// One merge of a tree level: its two children (8 consecutive elements), its parent, and
-// whether it is a real merge (the lanes of a padding merge run along, reading merge 0, and
-// write nothing).
-struct LevelMerge {
-    const u64* children;
-    Digest* parent;
-    bool active;
-};
-
-// Merge g / LANES of a level: parent `parents + g % parents` of tree g / parents from its two
-// children. Trees are arrays of 2n digests (root at 1, node i the parent of 2i and 2i + 1),
-// back to back.
-template <u32 LANES>
-__device__ __forceinline__ LevelMerge level_merge(Digest* trees, u64 leaves_per_tree,
-                                                  u64 parents, u64 merges) {
-    const u64 g = global_thread_index() / LANES;
-    const bool active = g < merges;
-    const u64 merge_index = active ? g : 0;
-    Digest* nodes = trees + (merge_index / parents) * 2 * leaves_per_tree;
-    const u64 node = parents + merge_index % parents;
-    return {(const u64*)(nodes + 2 * node), nodes + node, active};
-}
-
 // Where a sponge keeps its parts, as slots of the strided quad layout (slot t = elements
 // 4t..4t+3): the digest is the left child's slot, the right child follows it, and a merge puts
 // `merge_length` in the capacity's first element.

@@ -1,7 +1,7 @@
-// What this crate's kernel modules share: digests and the constants parameter; and, for the
-// one-thread-per-hash module (poseidon2.cu), miden-crypto's sponge on a 12-element state and
-// the bodies of the tree-level and row-hashing kernels (the Rescue family runs on the lane
-// layouts of rescue_lanes.cuh).
+// What this crate's kernel modules share: digests, the constants parameter and where a tree
+// level's merges read and write (level_merge); and, for the one-thread-per-hash module
+// (poseidon2.cu), miden-crypto's sponge on a 12-element state and the bodies of the tree-level
+// and row-hashing kernels (the Rescue family runs on the lane layouts of rescue_lanes.cuh).
 //
 // A one-thread-per-hash hasher is a struct with
 //   static __device__ Digest merge(const Digest& left, const Digest& right, const ConstantBank& c);
@@ -67,6 +67,29 @@ struct MidenSponge {
         return digest(s);
     }
 };
+
+// One merge of a tree level: its two children (8 consecutive elements), its parent, and
+// whether it is a real merge (the lanes of a padding merge run along, reading merge 0, and
+// write nothing).
+struct LevelMerge {
+    const u64* children;
+    Digest* parent;
+    bool active;
+};
+
+// Merge g / LANES of a level: parent `parents + g % parents` of tree g / parents from its two
+// children. Trees are arrays of 2n digests (root at 1, node i the parent of 2i and 2i + 1),
+// back to back.
+template <u32 LANES>
+__device__ __forceinline__ LevelMerge level_merge(Digest* trees, u64 leaves_per_tree,
+                                                  u64 parents, u64 merges) {
+    const u64 g = global_thread_index() / LANES;
+    const bool active = g < merges;
+    const u64 merge_index = active ? g : 0;
+    Digest* nodes = trees + (merge_index / parents) * 2 * leaves_per_tree;
+    const u64 node = parents + merge_index % parents;
+    return {(const u64*)(nodes + 2 * node), nodes + node, active};
+}
 
 // One tree level, one thread per merge: parent `parents + g % parents` of tree g / parents
 // from its two children. Trees are arrays of 2n digests (root at 1, node i the parent of 2i

@@ -19,7 +19,8 @@
 //! Poseidon2 runs one thread per hash with the state in registers: its 22 internal rounds
 //! raise one element and multiply the other eleven by a diagonal, so lanes sharing a state
 //! would each issue that S-box and exchange the state's sum every round (the crate README's
-//! performance notes count it).
+//! performance notes count it). Only its levels near the root, too small to fill the GPU, run
+//! on quads of lanes, where a permutation's latency is what counts.
 
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -66,6 +67,12 @@ const ONE_PER_THREAD: LaunchShape = LaunchShape {
     lanes: 1,
     threads: 128,
 };
+
+/// Poseidon2's levels of fewer merges than this run a quad of lanes per merge, where one
+/// thread's whole permutation is what the level waits for. Measured on an H100 (trees already
+/// on the GPU): 2^16 leaves 540 -> 387 µs, 2^20 1.766 -> 1.618 ms, 2^24 21.26 -> 21.12 ms; with
+/// the bound at 2^13 or 2^17 merges, 2^16 leaves took 399 and 404 µs (docs/journal/merkle.md).
+const POSEIDON2_QUAD_BELOW: u64 = 1 << 15;
 
 /// 64-bit words in [`ConstantBank`]: the most any hasher needs (Rp64_256, Rpo256 and Rpx256:
 /// two tables of 7 x 12).
@@ -177,18 +184,6 @@ pub(crate) const RP64_256: DeviceHasher = rescue_lanes(
         .done(),
 );
 
-/// A hasher of one thread per hash: the kernels `merge_level` and `hash_rows` of `module`.
-const fn one_per_thread(module: Module, constants: ConstantBank) -> DeviceHasher {
-    DeviceHasher {
-        module,
-        wide: ("merge_level", ONE_PER_THREAD),
-        narrow: ("merge_level", ONE_PER_THREAD),
-        wide_min_merges: 0,
-        rows: ("hash_rows", ONE_PER_THREAD),
-        constants,
-    }
-}
-
 /// Rpo256 (rpo.cu): ARK1 then ARK2.
 pub(crate) const RPO256: DeviceHasher = rescue_lanes(
     source::RPO,
@@ -202,17 +197,22 @@ pub(crate) const RPO256: DeviceHasher = rescue_lanes(
 /// Rpx256 (rpx.cu): Rpo256's constants.
 pub(crate) const RPX256: DeviceHasher = rescue_lanes(source::RPX, SPLIT, RPO256.constants);
 
-/// Poseidon2 (poseidon2.cu): initial external, internal, terminal external constants, then
-/// the internal matrix's diagonal.
-pub(crate) const POSEIDON2: DeviceHasher = one_per_thread(
-    source::POSEIDON2,
-    BankBuilder::new()
+/// Poseidon2 (poseidon2.cu): one thread per hash (`merge_level`, `hash_rows`), levels of fewer
+/// than [`POSEIDON2_QUAD_BELOW`] merges on quads of lanes (`merge_level_quad`). Constants:
+/// initial external, internal, terminal external, then the internal matrix's diagonal.
+pub(crate) const POSEIDON2: DeviceHasher = DeviceHasher {
+    module: source::POSEIDON2,
+    wide: ("merge_level", ONE_PER_THREAD),
+    narrow: ("merge_level_quad", QUAD),
+    wide_min_merges: POSEIDON2_QUAD_BELOW,
+    rows: ("hash_rows", ONE_PER_THREAD),
+    constants: BankBuilder::new()
         .table(&crate::poseidon2::EXTERNAL_INITIAL_MONT)
         .table(&[crate::poseidon2::INTERNAL_MONT])
         .table(&crate::poseidon2::EXTERNAL_TERMINAL_MONT)
         .table(&[crate::poseidon2::MATRIX_DIAGONAL_MONT])
         .done(),
-);
+};
 
 /// RpJive64_256 (jive.cu): ARK1 then ARK2.
 pub(crate) const RP_JIVE64_256: DeviceHasher = rescue_lanes(
