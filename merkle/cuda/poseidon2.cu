@@ -1,7 +1,8 @@
 // Poseidon2 over Goldilocks, width 12 (miden-crypto 0.28.1, Plonky3's default constants):
-// Merkle tree levels and row hashing, one thread per hash. The constant bank holds the four
-// initial external rounds' constants (4 x 12), the 22 internal ones, the four terminal external
-// rounds' (4 x 12), then the internal matrix's diagonal (12).
+// Merkle tree levels and row hashing, one thread per hash, and the levels near the root on
+// quads of lanes (merge_level_quad). The constant bank holds the four initial external rounds'
+// constants (4 x 12), the 22 internal ones, the four terminal external rounds' (4 x 12), then
+// the internal matrix's diagonal (12).
 
 #include "sponge.cuh"
 
@@ -10,55 +11,67 @@
 #define P2_TERMINAL 70
 #define P2_DIAGONAL 118
 
-// Each block of four times M4 = [[2, 3, 1, 1], [1, 2, 3, 1], [1, 1, 2, 3], [3, 1, 1, 2]], then
-// each element plus the sum of the elements at its place in the three blocks.
-__device__ __forceinline__ void external_layer(u64* s) {
-#pragma unroll
-    for (int b = 0; b < 12; b += 4) {
-        const u64 x0 = s[b], x1 = s[b + 1], x2 = s[b + 2], x3 = s[b + 3];
-        const u64 x01 = gl_add(x0, x1), x23 = gl_add(x2, x3);
-        const u64 x0123 = gl_add(x01, x23);
-        const u64 x01123 = gl_add(x0123, x1), x01233 = gl_add(x0123, x3);
-        s[b] = gl_add(x01123, x01);
-        s[b + 1] = gl_add(x01123, gl_add(x2, x2));
-        s[b + 2] = gl_add(x01233, x23);
-        s[b + 3] = gl_add(x01233, gl_add(x0, x0));
-    }
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const u64 sum = gl_add(gl_add(s[i], s[i + 4]), s[i + 8]);
-        s[i] = gl_add(s[i], sum);
-        s[i + 4] = gl_add(s[i + 4], sum);
-        s[i + 8] = gl_add(s[i + 8], sum);
-    }
+// The round schedule, on a state layout L (ThreadState: one thread's twelve elements;
+// QuadState: a quad's, three a lane) with static external_layer, external_round and
+// internal_round.
+template <class L>
+__device__ __forceinline__ void permute_on(u64* x, const ConstantBank& c) {
+    L::external_layer(x);
+#pragma unroll 1
+    for (int r = 0; r < 4; r++) L::external_round(x, c, P2_INITIAL + 12 * r);
+#pragma unroll 1
+    for (int r = 0; r < 22; r++) L::internal_round(x, c, r);
+#pragma unroll 1
+    for (int r = 0; r < 4; r++) L::external_round(x, c, P2_TERMINAL + 12 * r);
 }
 
-// + constants, x^7 on every element, the external layer.
-__device__ __forceinline__ void external_round(u64* s, const ConstantBank& c, int offset) {
+// One thread holds the whole state s[0..12].
+struct ThreadState {
+    // Each block of four times M4 = [[2, 3, 1, 1], [1, 2, 3, 1], [1, 1, 2, 3], [3, 1, 1, 2]], then
+    // each element plus the sum of the elements at its place in the three blocks.
+    static __device__ __forceinline__ void external_layer(u64* s) {
 #pragma unroll
-    for (int i = 0; i < 12; i++) s[i] = sbox_one(gl_add(s[i], c.w[offset + i]));
-    external_layer(s);
-}
+        for (int b = 0; b < 12; b += 4) {
+            const u64 x0 = s[b], x1 = s[b + 1], x2 = s[b + 2], x3 = s[b + 3];
+            const u64 x01 = gl_add(x0, x1), x23 = gl_add(x2, x3);
+            const u64 x0123 = gl_add(x01, x23);
+            const u64 x01123 = gl_add(x0123, x1), x01233 = gl_add(x0123, x3);
+            s[b] = gl_add(x01123, x01);
+            s[b + 1] = gl_add(x01123, gl_add(x2, x2));
+            s[b + 2] = gl_add(x01233, x23);
+            s[b + 3] = gl_add(x01233, gl_add(x0, x0));
+        }
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const u64 sum = gl_add(gl_add(s[i], s[i + 4]), s[i + 8]);
+            s[i] = gl_add(s[i], sum);
+            s[i + 4] = gl_add(s[i + 4], sum);
+            s[i + 8] = gl_add(s[i + 8], sum);
+        }
+    }
 
-// s[0] += constant, s[0] = s[0]^7, then s[i] <- s[i] diagonal[i] + sum(s).
-__device__ __forceinline__ void internal_round(u64* s, const ConstantBank& c, int r) {
-    s[0] = sbox_one(gl_add(s[0], c.w[P2_INTERNAL + r]));
-    u64 sum = s[0];
+    // + constants, x^7 on every element, the external layer.
+    static __device__ __forceinline__ void external_round(u64* s, const ConstantBank& c,
+                                                          int offset) {
 #pragma unroll
-    for (int i = 1; i < 12; i++) sum = gl_add(sum, s[i]);
+        for (int i = 0; i < 12; i++) s[i] = sbox_one(gl_add(s[i], c.w[offset + i]));
+        external_layer(s);
+    }
+
+    // s[0] += constant, s[0] = s[0]^7, then s[i] <- s[i] diagonal[i] + sum(s).
+    static __device__ __forceinline__ void internal_round(u64* s, const ConstantBank& c, int r) {
+        s[0] = sbox_one(gl_add(s[0], c.w[P2_INTERNAL + r]));
+        u64 sum = s[0];
 #pragma unroll
-    for (int i = 0; i < 12; i++) s[i] = gl_add(gl_mul(s[i], c.w[P2_DIAGONAL + i]), sum);
-}
+        for (int i = 1; i < 12; i++) sum = gl_add(sum, s[i]);
+#pragma unroll
+        for (int i = 0; i < 12; i++) s[i] = gl_add(gl_mul(s[i], c.w[P2_DIAGONAL + i]), sum);
+    }
+};
 
 struct Poseidon2 {
     static __device__ __forceinline__ void permute(u64* s, const ConstantBank& c) {
-        external_layer(s);
-#pragma unroll 1
-        for (int r = 0; r < 4; r++) external_round(s, c, P2_INITIAL + 12 * r);
-#pragma unroll 1
-        for (int r = 0; r < 22; r++) internal_round(s, c, r);
-#pragma unroll 1
-        for (int r = 0; r < 4; r++) external_round(s, c, P2_TERMINAL + 12 * r);
+        permute_on<ThreadState>(s, c);
     }
 };
 
@@ -87,48 +100,43 @@ __device__ __forceinline__ u64 quad_sum(u64 v) {
     return gl_add(v, __shfl_xor_sync(quad_mask, v, 2, 4));
 }
 
-// external_layer on a quad: M4 on block t (slot t across the quad) gives element q
-// 2 x_q + 3 x_(q+1) + x_(q+2) + x_(q+3) = (x_0 + x_1 + x_2 + x_3) + x_q + 2 x_(q+1); the sum over
-// the three blocks of the elements at one place is this lane's three slots.
-__device__ __forceinline__ void external_layer_quad(u64* x) {
+// Lane q of a quad holds elements q, q + 4 and q + 8 in slots 0, 1, 2.
+struct QuadState {
+    // ThreadState::external_layer on a quad: M4 on block t (slot t across the quad) gives
+    // element q 2 x_q + 3 x_(q+1) + x_(q+2) + x_(q+3) = (x_0 + x_1 + x_2 + x_3) + x_q +
+    // 2 x_(q+1); the sum over the three blocks of the elements at one place is this lane's
+    // three slots.
+    static __device__ __forceinline__ void external_layer(u64* x) {
 #pragma unroll
-    for (int t = 0; t < 3; t++) {
-        const u64 next = quad_lane(x[t], (threadIdx.x + 1) % 4);
-        x[t] = gl_add(gl_add(quad_sum(x[t]), x[t]), gl_add(next, next));
+        for (int t = 0; t < 3; t++) {
+            const u64 next = quad_lane(x[t], (threadIdx.x + 1) % 4);
+            x[t] = gl_add(gl_add(quad_sum(x[t]), x[t]), gl_add(next, next));
+        }
+        const u64 sum = gl_add(gl_add(x[0], x[1]), x[2]);
+#pragma unroll
+        for (int t = 0; t < 3; t++) x[t] = gl_add(x[t], sum);
     }
-    const u64 sum = gl_add(gl_add(x[0], x[1]), x[2]);
-#pragma unroll
-    for (int t = 0; t < 3; t++) x[t] = gl_add(x[t], sum);
-}
 
-__device__ __forceinline__ void external_round_quad(u64* x, const ConstantBank& c, int offset) {
-    const u32 q = threadIdx.x % 4;
+    static __device__ __forceinline__ void external_round(u64* x, const ConstantBank& c,
+                                                          int offset) {
+        const u32 q = threadIdx.x % 4;
 #pragma unroll
-    for (int t = 0; t < 3; t++) x[t] = sbox_one(gl_add(x[t], c.w[offset + 4 * t + q]));
-    external_layer_quad(x);
-}
+        for (int t = 0; t < 3; t++) x[t] = sbox_one(gl_add(x[t], c.w[offset + 4 * t + q]));
+        external_layer(x);
+    }
 
-// internal_round on a quad: the sum of the elements other than element 0 runs beside the
-// S-box, which every lane computes from lane 0's element 0.
-__device__ __forceinline__ void internal_round_quad(u64* x, const ConstantBank& c, int r) {
-    const u32 q = threadIdx.x % 4;
-    const u64 others = gl_add(q == 0 ? 0 : x[0], gl_add(x[1], x[2]));
-    const u64 boxed = sbox_one(gl_add(quad_lane(x[0], 0), c.w[P2_INTERNAL + r]));
-    if (q == 0) x[0] = boxed;
-    const u64 sum = gl_add(boxed, quad_sum(others));
+    // ThreadState::internal_round on a quad: the sum of the elements other than element 0
+    // runs beside the S-box, which every lane computes from lane 0's element 0.
+    static __device__ __forceinline__ void internal_round(u64* x, const ConstantBank& c, int r) {
+        const u32 q = threadIdx.x % 4;
+        const u64 others = gl_add(q == 0 ? 0 : x[0], gl_add(x[1], x[2]));
+        const u64 boxed = sbox_one(gl_add(quad_lane(x[0], 0), c.w[P2_INTERNAL + r]));
+        if (q == 0) x[0] = boxed;
+        const u64 sum = gl_add(boxed, quad_sum(others));
 #pragma unroll
-    for (int t = 0; t < 3; t++) x[t] = gl_add(gl_mul(x[t], c.w[P2_DIAGONAL + 4 * t + q]), sum);
-}
-
-__device__ __forceinline__ void permute_quad(u64* x, const ConstantBank& c) {
-    external_layer_quad(x);
-#pragma unroll 1
-    for (int r = 0; r < 4; r++) external_round_quad(x, c, P2_INITIAL + 12 * r);
-#pragma unroll 1
-    for (int r = 0; r < 22; r++) internal_round_quad(x, c, r);
-#pragma unroll 1
-    for (int r = 0; r < 4; r++) external_round_quad(x, c, P2_TERMINAL + 12 * r);
-}
+        for (int t = 0; t < 3; t++) x[t] = gl_add(gl_mul(x[t], c.w[P2_DIAGONAL + 4 * t + q]), sum);
+    }
+};
 
 // A tree level on quads (see merge_level_body): the sponge's state [left, right, 0, 0, 0, 0]
 // is slot 0 = left, slot 1 = right, slot 2 = 0, and lane q writes digest element q.
@@ -137,6 +145,6 @@ extern "C" __global__ void merge_level_quad(Digest* trees, u64 leaves_per_tree, 
     const LevelMerge m = level_merge<4>(trees, leaves_per_tree, parents, merges);
     const u32 q = threadIdx.x % 4;
     u64 x[3] = {to_mont(m.children[q]), to_mont(m.children[4 + q]), 0};
-    permute_quad(x, c);
+    permute_on<QuadState>(x, c);
     if (m.active) m.parent->e[q] = from_mont(x[0]);
 }
