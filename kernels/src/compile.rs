@@ -19,8 +19,9 @@ use crate::error::{GpuError, Result};
 use crate::nvrtc::{Nvrtc, NvrtcResult, nvrtc};
 use crate::source::Module;
 
-/// Options passed to NVRTC besides the architecture.
-const OPTIONS: &[&str] = &["--std=c++17"];
+/// Options passed to NVRTC besides the architecture: C++17, and `unsigned __int128` in device
+/// code (merkle's Poseidon2 runs its linear layers exactly on it).
+const OPTIONS: &[&str] = &["--std=c++17", "--device-int128"];
 
 /// A CUDA compute capability, such as 9.0 for the H100.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

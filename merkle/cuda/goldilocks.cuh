@@ -97,6 +97,29 @@ __device__ __forceinline__ u64 from_mont(u64 x) {
     return mont_reduce((u32)x, (u32)(x >> 32), 0, 1);
 }
 
+typedef unsigned __int128 u128;
+
+// 2p, above 2^64: added before subtracting any value below 2^64.
+#define TWO_P ((u128)MODULUS * 2)
+
+// A value below 2^64 congruent to x mod p, for any x < 2^96 (not always canonical):
+// x = lo + 2^64 hi = lo + hi EPSILON mod p with hi EPSILON < 2^64; a carry out of that sum is
+// 2^64 = EPSILON again, and after it the sum is below hi EPSILON, so adding EPSILON cannot
+// carry.
+__device__ __forceinline__ u64 fold96(u128 x) {
+    const u64 hi = (u64)(x >> 64);
+    const u128 once = (u128)(u64)x + ((hi << 32) - hi);
+    return (u64)once + ((u64)(once >> 64) ? EPSILON : 0);
+}
+
+// x / 2^K mod p as an integer below x / 2^K + 2^64, for any x < 2^127 - 2^66: p = 1 mod 2^K
+// (K <= 32), so adding m p with m = -x mod 2^K makes the sum divisible by 2^K.
+template <int K>
+__device__ __forceinline__ u128 div_pow2(u128 x) {
+    const u64 m = (0ull - (u64)x) & ((1ull << K) - 1);
+    return (x + ((u128)m << 64) + m - ((u128)m << 32)) >> K;  // x + m p
+}
+
 // a + b mod p, canonical, for any a < 2^64 and a canonical b. A sum past 2^64 becomes
 // a + b - p = sum mod 2^64 + EPSILON, which stays below 2^64 as b < p.
 __device__ __forceinline__ u64 gl_add(u64 a, u64 b) {

@@ -25,28 +25,31 @@ __device__ __forceinline__ void permute_on(u64* x, const ConstantBank& c) {
     for (int r = 0; r < 4; r++) L::external_round(x, c, P2_TERMINAL + 12 * r);
 }
 
-// One thread holds the whole state s[0..12].
+// One thread holds the whole state s[0..12]. Its linear layers run as the CPU's do
+// (merkle/src/poseidon2.rs): exactly over the integers on u128s, each output reduced once
+// (fold96), so that the state between rounds is any value below 2^64 of the right residue,
+// which the external layer and gl_add take; only S-box inputs must be canonical, and gl_add
+// with the round constant makes them so.
 struct ThreadState {
     // Each block of four times M4 = [[2, 3, 1, 1], [1, 2, 3, 1], [1, 1, 2, 3], [3, 1, 1, 2]], then
-    // each element plus the sum of the elements at its place in the three blocks.
+    // each element plus the sum of the elements at its place in the three blocks: below
+    // 28 * 2^64.
     static __device__ __forceinline__ void external_layer(u64* s) {
+        u128 y[12];
 #pragma unroll
         for (int b = 0; b < 12; b += 4) {
-            const u64 x0 = s[b], x1 = s[b + 1], x2 = s[b + 2], x3 = s[b + 3];
-            const u64 x01 = gl_add(x0, x1), x23 = gl_add(x2, x3);
-            const u64 x0123 = gl_add(x01, x23);
-            const u64 x01123 = gl_add(x0123, x1), x01233 = gl_add(x0123, x3);
-            s[b] = gl_add(x01123, x01);
-            s[b + 1] = gl_add(x01123, gl_add(x2, x2));
-            s[b + 2] = gl_add(x01233, x23);
-            s[b + 3] = gl_add(x01233, gl_add(x0, x0));
+            const u128 x0 = s[b], x1 = s[b + 1], x2 = s[b + 2], x3 = s[b + 3];
+            const u128 x0123 = x0 + x1 + x2 + x3;
+            y[b] = x0123 + x0 + 2 * x1;
+            y[b + 1] = x0123 + x1 + 2 * x2;
+            y[b + 2] = x0123 + x2 + 2 * x3;
+            y[b + 3] = x0123 + x3 + 2 * x0;
         }
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            const u64 sum = gl_add(gl_add(s[i], s[i + 4]), s[i + 8]);
-            s[i] = gl_add(s[i], sum);
-            s[i + 4] = gl_add(s[i + 4], sum);
-            s[i + 8] = gl_add(s[i + 8], sum);
+            const u128 column = y[i] + y[i + 4] + y[i + 8];
+#pragma unroll
+            for (int b = 0; b < 12; b += 4) s[b + i] = fold96(y[b + i] + column);
         }
     }
 
@@ -58,14 +61,28 @@ struct ThreadState {
         external_layer(s);
     }
 
-    // s[0] += constant, s[0] = s[0]^7, then s[i] <- s[i] diagonal[i] + sum(s).
+    // s[0] += constant, s[0] = s[0]^7, then s[i] <- s[i] d_i + sum(s) with the diagonal
+    // d = (-2, 1, 2, 1/2, 3, 4, -1/2, -3, -4, 1/4, -1/4, 1/8) mod p (MATRIX_DIAGONAL): sums of
+    // small multiples, a multiple of p added before each subtraction, and each division by
+    // 2^k done on the whole output as (2^k sum + d' s) / 2^k (div_pow2). Below 2^71 throughout.
     static __device__ __forceinline__ void internal_round(u64* s, const ConstantBank& c, int r) {
-        s[0] = sbox_one(gl_add(s[0], c.w[P2_INTERNAL + r]));
-        u64 sum = s[0];
+        const u128 s0 = sbox_one(gl_add(s[0], c.w[P2_INTERNAL + r]));
+        u128 rest = 0;
 #pragma unroll
-        for (int i = 1; i < 12; i++) sum = gl_add(sum, s[i]);
-#pragma unroll
-        for (int i = 0; i < 12; i++) s[i] = gl_add(gl_mul(s[i], c.w[P2_DIAGONAL + i]), sum);
+        for (int i = 1; i < 12; i++) rest += s[i];
+        const u128 sum = rest + s0, sum2 = 2 * sum, sum4 = 4 * sum;
+        s[0] = fold96(rest + TWO_P - s0);  // sum - 2 s0
+        s[1] = fold96(sum + s[1]);
+        s[2] = fold96(sum + 2 * (u128)s[2]);
+        s[3] = fold96(div_pow2<1>(sum2 + s[3]));
+        s[4] = fold96(sum + 3 * (u128)s[4]);
+        s[5] = fold96(sum + 4 * (u128)s[5]);
+        s[6] = fold96(div_pow2<1>(sum2 + TWO_P - s[6]));
+        s[7] = fold96(sum + 3 * (TWO_P - s[7]));
+        s[8] = fold96(sum + 4 * (TWO_P - s[8]));
+        s[9] = fold96(div_pow2<2>(sum4 + s[9]));
+        s[10] = fold96(div_pow2<2>(sum4 + TWO_P - s[10]));
+        s[11] = fold96(div_pow2<3>(2 * sum4 + s[11]));
     }
 };
 
