@@ -13,14 +13,13 @@
 
 // The round schedule, on a state layout L (ThreadState: one thread's twelve elements;
 // QuadState: a quad's, three a lane) with static external_layer, external_round and
-// internal_round.
+// internal_rounds (all 22).
 template <class L>
 __device__ __forceinline__ void permute_on(u64* x, const ConstantBank& c) {
     L::external_layer(x);
 #pragma unroll 1
     for (int r = 0; r < 4; r++) L::external_round(x, c, P2_INITIAL + 12 * r);
-#pragma unroll 1
-    for (int r = 0; r < 22; r++) L::internal_round(x, c, r);
+    L::internal_rounds(x, c);
 #pragma unroll 1
     for (int r = 0; r < 4; r++) L::external_round(x, c, P2_TERMINAL + 12 * r);
 }
@@ -65,6 +64,11 @@ struct ThreadState {
     // d = (-2, 1, 2, 1/2, 3, 4, -1/2, -3, -4, 1/4, -1/4, 1/8) mod p (MATRIX_DIAGONAL): sums of
     // small multiples, a multiple of p added before each subtraction, and each division by
     // 2^k done on the whole output as (2^k sum + d' s) / 2^k (div_pow2). Below 2^71 throughout.
+    static __device__ __forceinline__ void internal_rounds(u64* s, const ConstantBank& c) {
+#pragma unroll 1
+        for (int r = 0; r < 22; r++) internal_round(s, c, r);
+    }
+
     static __device__ __forceinline__ void internal_round(u64* s, const ConstantBank& c, int r) {
         const u128 s0 = sbox_one(gl_add(s[0], c.w[P2_INTERNAL + r]));
         u128 rest = 0;
@@ -142,20 +146,32 @@ struct QuadState {
         external_layer(x);
     }
 
-    // ThreadState::internal_round on a quad: the sum of the elements other than element 0
-    // runs beside the S-box, which every lane computes from lane 0's element 0.
-    static __device__ __forceinline__ void internal_round(u64* x, const ConstantBank& c, int r) {
+    // ThreadState::internal_round on a quad, 22 times. Every lane computes the S-box of
+    // element 0 and keeps element 0 (e0) itself through the rounds, lane 0's slot 0 standing
+    // for it as a zero in the sums; the sum of the other eleven (rest) runs beside the S-box,
+    // and the next element 0, sum - 2 s0 = rest - s0, is one subtraction after it, so that the
+    // chain from one S-box to the next has no shuffle and no product.
+    static __device__ __forceinline__ void internal_rounds(u64* x, const ConstantBank& c) {
         const u32 q = threadIdx.x % 4;
-        const u64 others = gl_add(q == 0 ? 0 : x[0], gl_add(x[1], x[2]));
-        const u64 boxed = sbox_one(gl_add(quad_lane(x[0], 0), c.w[P2_INTERNAL + r]));
-        if (q == 0) x[0] = boxed;
-        const u64 sum = gl_add(boxed, quad_sum(others));
+        u64 e0 = quad_lane(x[0], 0);
+        if (q == 0) x[0] = 0;
+#pragma unroll 1
+        for (int r = 0; r < 22; r++) {
+            const u64 boxed = sbox_one(gl_add(e0, c.w[P2_INTERNAL + r]));
+            const u64 rest = quad_sum(gl_add(gl_add(x[0], x[1]), x[2]));
+            e0 = fold96(rest + TWO_P - boxed);
+            const u64 sum = gl_add(rest, boxed);
 #pragma unroll
-        for (int t = 0; t < 3; t++) x[t] = gl_add(gl_mul(x[t], c.w[P2_DIAGONAL + 4 * t + q]), sum);
+            for (int t = 0; t < 3; t++) {
+                x[t] = gl_add(gl_mul(x[t], c.w[P2_DIAGONAL + 4 * t + q]), sum);
+            }
+            if (q == 0) x[0] = 0;
+        }
+        if (q == 0) x[0] = e0;
     }
 };
 
-// A tree level on quads (see merge_level_body): the sponge's state [left, right, 0, 0, 0, 0]
+// A tree level on quads (see level_merge): the sponge's state [left, right, 0, 0, 0, 0]
 // is slot 0 = left, slot 1 = right, slot 2 = 0, and lane q writes digest element q.
 extern "C" __global__ void merge_level_quad(Digest* trees, u64 leaves_per_tree, u64 parents,
                                             u64 merges, const __grid_constant__ ConstantBank c) {

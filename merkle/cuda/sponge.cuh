@@ -91,17 +91,14 @@ __device__ __forceinline__ LevelMerge level_merge(Digest* trees, u64 leaves_per_
     return {(const u64*)(nodes + 2 * node), nodes + node, active};
 }
 
-// One tree level, one thread per merge: parent `parents + g % parents` of tree g / parents
-// from its two children. Trees are arrays of 2n digests (root at 1, node i the parent of 2i
-// and 2i + 1), back to back.
+// One tree level, one thread per merge (level_merge).
 template <class H>
 __device__ __forceinline__ void merge_level_body(Digest* trees, u64 leaves_per_tree, u64 parents,
                                                  u64 merges, const ConstantBank& c) {
-    const u64 g = global_thread_index();
-    if (g >= merges) return;
-    Digest* nodes = trees + (g / parents) * 2 * leaves_per_tree;
-    const u64 node = parents + g % parents;
-    nodes[node] = H::merge(nodes[2 * node], nodes[2 * node + 1], c);
+    const LevelMerge m = level_merge<1>(trees, leaves_per_tree, parents, merges);
+    if (!m.active) return;
+    const Digest* children = (const Digest*)m.children;
+    *m.parent = H::merge(children[0], children[1], c);
 }
 
 // out[first + row] = hash_elements(row) for `rows` rows of `width` elements, row-major, one

@@ -69,10 +69,11 @@ const ONE_PER_THREAD: LaunchShape = LaunchShape {
 };
 
 /// Poseidon2's levels of fewer merges than this run a quad of lanes per merge, where one
-/// thread's whole permutation is what the level waits for. Measured on an H100 (trees already
-/// on the GPU): 2^16 leaves 540 -> 387 µs, 2^20 1.766 -> 1.618 ms, 2^24 21.26 -> 21.12 ms; with
-/// the bound at 2^13 or 2^17 merges, 2^16 leaves took 399 and 404 µs (docs/journal/merkle.md).
-const POSEIDON2_QUAD_BELOW: u64 = 1 << 15;
+/// thread's whole permutation is what the level waits for. Measured on an H200 (trees already
+/// on the GPU, docs/journal/merkle.md), 2^16 and 2^20 leaves: bound 2^13 358-360 µs and
+/// 1.278-1.285 ms, 2^14 357-364 µs and 1.277-1.281 ms, 2^15 366-369 µs and 1.288-1.300 ms,
+/// 2^16 392-394 µs and 1.312-1.314 ms.
+const POSEIDON2_QUAD_BELOW: u64 = 1 << 14;
 
 /// 64-bit words in [`ConstantBank`]: the most any hasher needs (Rp64_256, Rpo256 and Rpx256:
 /// two tables of 7 x 12).
