@@ -200,7 +200,8 @@ pub(crate) const RPX256: DeviceHasher = rescue_lanes(source::RPX, SPLIT, RPO256.
 
 /// Poseidon2 (poseidon2.cu): one thread per hash (`merge_level`, `hash_rows`), levels of fewer
 /// than [`POSEIDON2_QUAD_BELOW`] merges on quads of lanes (`merge_level_quad`). Constants:
-/// initial external, internal, terminal external, then the internal matrix's diagonal.
+/// initial external, internal, terminal external, then the internal matrix's diagonal (which
+/// the quads multiply by; one thread applies it by shifts and additions).
 pub(crate) const POSEIDON2: DeviceHasher = DeviceHasher {
     module: source::POSEIDON2,
     wide: ("merge_level", ONE_PER_THREAD),
