@@ -60,15 +60,15 @@ struct ThreadState {
         external_layer(s);
     }
 
-    // s[0] += constant, s[0] = s[0]^7, then s[i] <- s[i] d_i + sum(s) with the diagonal
-    // d = (-2, 1, 2, 1/2, 3, 4, -1/2, -3, -4, 1/4, -1/4, 1/8) mod p (MATRIX_DIAGONAL): sums of
-    // small multiples, a multiple of p added before each subtraction, and each division by
-    // 2^k done on the whole output as (2^k sum + d' s) / 2^k (div_pow2). Below 2^71 throughout.
     static __device__ __forceinline__ void internal_rounds(u64* s, const ConstantBank& c) {
 #pragma unroll 1
         for (int r = 0; r < 22; r++) internal_round(s, c, r);
     }
 
+    // s[0] += constant, s[0] = s[0]^7, then s[i] <- s[i] d_i + sum(s) with the diagonal
+    // d = (-2, 1, 2, 1/2, 3, 4, -1/2, -3, -4, 1/4, -1/4, 1/8) mod p (MATRIX_DIAGONAL): sums of
+    // small multiples, a multiple of p added before each subtraction, and each division by
+    // 2^k done on the whole output as (2^k sum + d' s) / 2^k (div_pow2). Below 2^71 throughout.
     static __device__ __forceinline__ void internal_round(u64* s, const ConstantBank& c, int r) {
         const u128 s0 = sbox_one(gl_add(s[0], c.w[P2_INTERNAL + r]));
         u128 rest = 0;
