@@ -1,6 +1,6 @@
 // Poseidon2 over Goldilocks, width 12 (miden-crypto 0.28.1, Plonky3's default constants):
 // Merkle tree levels and row hashing, one thread per hash, and the levels near the root on
-// quads of lanes (merge_level_quad). The constant bank holds the four initial external rounds'
+// half warps (merge_level_split). The constant bank holds the four initial external rounds'
 // constants (4 x 12), the 22 internal ones, the four terminal external rounds' (4 x 12), then
 // the internal matrix's diagonal (12).
 
@@ -12,7 +12,7 @@
 #define P2_DIAGONAL 118
 
 // The round schedule, on a state layout L (ThreadState: one thread's twelve elements;
-// QuadState: a quad's, three a lane) with static external_layer, external_round and
+// SplitState: a half warp's, one a lane) with static external_layer, external_round and
 // internal_rounds (all 22).
 template <class L>
 __device__ __forceinline__ void permute_on(u64* x, const ConstantBank& c) {
@@ -98,15 +98,21 @@ struct Poseidon2 {
 
 TREE_KERNELS(MidenSponge<Poseidon2>)
 
-// ---- the small levels on quads of lanes ----------------------------------------------------
+// ---- the small levels on half warps -------------------------------------------------------
 //
 // Near the root a level has too few merges to fill the GPU, and one thread walking a whole
-// permutation is what it waits for. There a quad of lanes shares a state: lane q holds elements
-// q, q + 4 and q + 8 (slot t holds element 4t + q), so that an external round's twelve S-boxes
-// are three per lane and the blocks of the external layer lie across the quad. Every lane of a
-// quad computes the internal rounds' S-box of element 0 (the same value), and the state's sum
-// takes two shuffles: more instructions per merge than one thread, in a shorter chain
-// (merkle/src/cuda.rs, POSEIDON2_QUAD_BELOW, gives the measured times).
+// permutation is what it waits for. There 16 lanes share a state, lane i < 12 holding element
+// i (lanes 12 to 15 follow along on values that reach no other lane): an external round's
+// S-boxes are one per lane, the external layer's blocks are the quads of lanes, and the
+// internal rounds' sum of the state is four exchanges. Every lane computes the internal rounds'
+// S-box of element 0 (the same value) and keeps element 0 itself, so that the chain from one
+// S-box to the next has no exchange in it (merkle/src/cuda.rs, POSEIDON2_SPLIT_BELOW, gives
+// the measured times).
+
+// The mask of this lane's half warp.
+__device__ __forceinline__ u32 half_warp_mask() {
+    return 0xffffu << (threadIdx.x % 32 & 16u);
+}
 
 // Lane `from`'s value of v (from < 4), within this lane's quad.
 __device__ __forceinline__ u64 quad_lane(u64 v, u32 from) {
@@ -114,70 +120,77 @@ __device__ __forceinline__ u64 quad_lane(u64 v, u32 from) {
     return __shfl_sync(quad_mask, v, from, 4);
 }
 
-// The sum of v over this lane's quad, in every lane.
-__device__ __forceinline__ u64 quad_sum(u64 v) {
-    const u32 quad_mask = 0xfu << (threadIdx.x % 32 & ~3u);
-    v = gl_add(v, __shfl_xor_sync(quad_mask, v, 1, 4));
-    return gl_add(v, __shfl_xor_sync(quad_mask, v, 2, 4));
+// Lane `from`'s value of v (from < 16, v below 2^96), within this lane's half warp.
+__device__ __forceinline__ u128 half_warp_lane(u128 v, u32 from) {
+    const u64 lo = __shfl_sync(half_warp_mask(), (u64)v, from, 16);
+    const u32 hi = __shfl_sync(half_warp_mask(), (u32)(v >> 64), from, 16);
+    return ((u128)hi << 64) | lo;
 }
 
-// Lane q of a quad holds elements q, q + 4 and q + 8 in slots 0, 1, 2.
-struct QuadState {
-    // ThreadState::external_layer on a quad: M4 on block t (slot t across the quad) gives
-    // element q 2 x_q + 3 x_(q+1) + x_(q+2) + x_(q+3) = (x_0 + x_1 + x_2 + x_3) + x_q +
-    // 2 x_(q+1); the sum over the three blocks of the elements at one place is this lane's
-    // three slots.
+// The sum of v over this lane's half warp, in every lane: below 2^68 for values below 2^64.
+__device__ __forceinline__ u128 half_warp_sum(u64 v) {
+    u128 sum = v;
+#pragma unroll
+    for (u32 step = 1; step < 16; step *= 2) {
+        const u64 lo = __shfl_xor_sync(half_warp_mask(), (u64)sum, step, 16);
+        const u32 hi = __shfl_xor_sync(half_warp_mask(), (u32)(sum >> 64), step, 16);
+        sum += ((u128)hi << 64) | lo;
+    }
+    return sum;
+}
+
+// Lane i of a half warp holds element i (x[0]) for i < 12.
+struct SplitState {
+    // ThreadState::external_layer on a half warp: M4 on the quad of lanes gives element
+    // 4b + q the value y = 2 x_q + 3 x_(q+1) + x_(q+2) + x_(q+3) of its block b, then each
+    // element adds the y of its place in all three blocks: 2 y + the other two blocks'.
     static __device__ __forceinline__ void external_layer(u64* x) {
-#pragma unroll
-        for (int t = 0; t < 3; t++) {
-            const u64 next = quad_lane(x[t], (threadIdx.x + 1) % 4);
-            x[t] = gl_add(gl_add(quad_sum(x[t]), x[t]), gl_add(next, next));
-        }
-        const u64 sum = gl_add(gl_add(x[0], x[1]), x[2]);
-#pragma unroll
-        for (int t = 0; t < 3; t++) x[t] = gl_add(x[t], sum);
+        const u32 i = threadIdx.x % 16, q = i % 4;
+        const u128 a = quad_lane(x[0], (q + 1) % 4), b = quad_lane(x[0], (q + 2) % 4),
+                   d = quad_lane(x[0], (q + 3) % 4);
+        const u128 y = 2 * (u128)x[0] + 3 * a + b + d;  // below 7 * 2^64
+        const u128 second = half_warp_lane(y, i < 12 ? (i + 4) % 12 : i);
+        const u128 third = half_warp_lane(y, i < 12 ? (i + 8) % 12 : i);
+        x[0] = fold96(2 * y + second + third);
     }
 
     static __device__ __forceinline__ void external_round(u64* x, const ConstantBank& c,
                                                           int offset) {
-        const u32 q = threadIdx.x % 4;
-#pragma unroll
-        for (int t = 0; t < 3; t++) x[t] = sbox_one(gl_add(x[t], c.w[offset + 4 * t + q]));
+        const u32 i = threadIdx.x % 16;
+        x[0] = sbox_one(gl_add(x[0], c.w[offset + (i < 12 ? i : 0)]));
         external_layer(x);
     }
 
-    // ThreadState::internal_round on a quad, 22 times. Every lane computes the S-box of
-    // element 0 and keeps element 0 (e0) itself through the rounds, lane 0's slot 0 standing
-    // for it as a zero in the sums; the sum of the other eleven (rest) runs beside the S-box,
-    // and the next element 0, sum - 2 s0 = rest - s0, is one subtraction after it, so that the
-    // chain from one S-box to the next has no shuffle and no product.
+    // ThreadState::internal_round on a half warp, 22 times: element 0 (e0) in every lane, the
+    // other eleven elements in lanes 1 to 11 (v; zero in the lanes that hold none, so that they
+    // add nothing to the sum), each multiplied by its diagonal entry (Montgomery form, in the
+    // constant bank) plus the sum.
     static __device__ __forceinline__ void internal_rounds(u64* x, const ConstantBank& c) {
-        const u32 q = threadIdx.x % 4;
-        u64 e0 = quad_lane(x[0], 0);
-        if (q == 0) x[0] = 0;
+        const u32 i = threadIdx.x % 16;
+        const bool holds = i != 0 && i < 12;
+        const u64 diagonal = c.w[P2_DIAGONAL + (i < 12 ? i : 0)];
+        u64 e0 = __shfl_sync(half_warp_mask(), x[0], 0, 16);
+        u64 v = holds ? x[0] : 0;
 #pragma unroll 1
         for (int r = 0; r < 22; r++) {
             const u64 boxed = sbox_one(gl_add(e0, c.w[P2_INTERNAL + r]));
-            const u64 rest = quad_sum(gl_add(gl_add(x[0], x[1]), x[2]));
-            e0 = fold96(rest + TWO_P - boxed);
-            const u64 sum = gl_add(rest, boxed);
-#pragma unroll
-            for (int t = 0; t < 3; t++) {
-                x[t] = gl_add(gl_mul(x[t], c.w[P2_DIAGONAL + 4 * t + q]), sum);
-            }
-            if (q == 0) x[0] = 0;
+            const u128 rest = half_warp_sum(v);
+            e0 = fold96(rest + TWO_P - boxed);  // sum - 2 boxed
+            const u64 canonical = v >= MODULUS ? v - MODULUS : v;
+            const u64 next = fold96((u128)gl_mul(canonical, diagonal) + rest + boxed);
+            v = holds ? next : 0;
         }
-        if (q == 0) x[0] = e0;
+        x[0] = i == 0 ? e0 : v;
     }
 };
 
-// A tree level on quads (see level_merge): the sponge's state [left, right, 0, 0, 0, 0]
-// is slot 0 = left, slot 1 = right, slot 2 = 0, and lane q writes digest element q.
-extern "C" __global__ void merge_level_quad(Digest* trees, u64 leaves_per_tree, u64 parents,
-                                            u64 merges, const __grid_constant__ ConstantBank c) {
-    const LevelMerge m = level_merge<4>(trees, leaves_per_tree, parents, merges);
-    const u32 q = threadIdx.x % 4;
-    u64 x[3] = {to_mont(m.children[q]), to_mont(m.children[4 + q]), 0};
-    permute_on<QuadState>(x, c);
-    if (m.active) m.parent->e[q] = from_mont(x[0]);
+// A tree level on half warps (see level_merge): lane i < 8 loads child element i (the sponge's
+// state [left, right, 0, 0, 0, 0]), and lane i < 4 writes digest element i.
+extern "C" __global__ void merge_level_split(Digest* trees, u64 leaves_per_tree, u64 parents,
+                                             u64 merges, const __grid_constant__ ConstantBank c) {
+    const LevelMerge m = level_merge<16>(trees, leaves_per_tree, parents, merges);
+    const u32 i = threadIdx.x % 16;
+    u64 x[1] = {i < 8 ? to_mont(m.children[i]) : 0};
+    permute_on<SplitState>(x, c);
+    if (m.active && i < 4) m.parent->e[i] = from_mont(x[0]);
 }

@@ -20,7 +20,7 @@
 //! raise one element and multiply the other eleven by a diagonal, so lanes sharing a state
 //! would each issue that S-box and exchange the state's sum every round (the crate README's
 //! performance notes count it). Only its levels near the root, too small to fill the GPU, run
-//! on quads of lanes, where a permutation's latency is what counts.
+//! one state element per lane on half warps, where a permutation's latency is what counts.
 
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -49,17 +49,22 @@ const QUAD: LaunchShape = LaunchShape {
     threads: 256,
 };
 
-/// Lanes per merge of the split kernel of a 12-element state (`split_lanes` in
-/// rescue_lanes.cuh) and its block size.
+/// Lanes per merge of the split kernels of a 12-element state (`split_lanes` in
+/// rescue_lanes.cuh, `SplitState` in poseidon2.cu) and their block size. Small blocks spread a
+/// level near the root over the SMs, a warp to a scheduler: with 256 threads the merge of the
+/// top level ran beside seven warps of padding on one SM. Measured on an H200 (trees already on
+/// the GPU, medians of 300 builds, 50 at 2^20, docs/journal/merkle.md), 64 threads against
+/// 256: Rp64_256 2^16 leaves 664-672 -> 615-618 µs, 2^20 5.79-5.80 -> 5.73-5.75 ms (32
+/// threads: within 1% of 64).
 const SPLIT: LaunchShape = LaunchShape {
     lanes: 16,
-    threads: 256,
+    threads: 64,
 };
 
 /// The same for RpJive64_256's 8-element state: 8 lanes per merge.
 const SPLIT8: LaunchShape = LaunchShape {
     lanes: 8,
-    threads: 256,
+    threads: 64,
 };
 
 /// One thread per hash, the shape of the kernels of `sponge.cuh` (Poseidon2; not yet tuned).
@@ -68,12 +73,13 @@ const ONE_PER_THREAD: LaunchShape = LaunchShape {
     threads: 128,
 };
 
-/// Poseidon2's levels of fewer merges than this run a quad of lanes per merge, where one
-/// thread's whole permutation is what the level waits for. Measured on an H200 (trees already
-/// on the GPU, docs/journal/merkle.md), 2^16 and 2^20 leaves: bound 2^13 358-360 µs and
-/// 1.278-1.285 ms, 2^14 357-364 µs and 1.277-1.281 ms, 2^15 366-369 µs and 1.288-1.300 ms,
-/// 2^16 392-394 µs and 1.312-1.314 ms.
-const POSEIDON2_QUAD_BELOW: u64 = 1 << 14;
+/// Poseidon2's levels of fewer merges than this run on half warps (`merge_level_split`), where
+/// one thread's whole permutation is what the level waits for. Measured on an H200 (trees
+/// already on the GPU, medians of 300 builds, 50 at 2^20, docs/journal/merkle.md), 2^16 and
+/// 2^20 leaves: bound 2^10 289 µs and 1.224 ms, 2^12 271 µs and 1.206 ms, 2^13 256 µs and
+/// 1.186 ms, 2^14 273 µs and 1.207 ms, 2^15 312 µs and 1.242 ms; quads of lanes below 2^14 (the
+/// layout before) 290 µs and 1.222 ms.
+const POSEIDON2_SPLIT_BELOW: u64 = 1 << 13;
 
 /// 64-bit words in [`ConstantBank`]: the most any hasher needs (Rp64_256, Rpo256 and Rpx256:
 /// two tables of 7 x 12).
@@ -199,14 +205,14 @@ pub(crate) const RPO256: DeviceHasher = rescue_lanes(
 pub(crate) const RPX256: DeviceHasher = rescue_lanes(source::RPX, SPLIT, RPO256.constants);
 
 /// Poseidon2 (poseidon2.cu): one thread per hash (`merge_level`, `hash_rows`), levels of fewer
-/// than [`POSEIDON2_QUAD_BELOW`] merges on quads of lanes (`merge_level_quad`). Constants:
+/// than [`POSEIDON2_SPLIT_BELOW`] merges on half warps (`merge_level_split`). Constants:
 /// initial external, internal, terminal external, then the internal matrix's diagonal (which
-/// the quads multiply by; one thread applies it by shifts and additions).
+/// the half warps multiply by; one thread applies it by shifts and additions).
 pub(crate) const POSEIDON2: DeviceHasher = DeviceHasher {
     module: source::POSEIDON2,
     wide: ("merge_level", ONE_PER_THREAD),
-    narrow: ("merge_level_quad", QUAD),
-    wide_min_merges: POSEIDON2_QUAD_BELOW,
+    narrow: ("merge_level_split", SPLIT),
+    wide_min_merges: POSEIDON2_SPLIT_BELOW,
     rows: ("hash_rows", ONE_PER_THREAD),
     constants: BankBuilder::new()
         .table(&crate::poseidon2::EXTERNAL_INITIAL_MONT)

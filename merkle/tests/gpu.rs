@@ -172,8 +172,8 @@ fn widths() -> impl Strategy<Value = usize> {
 }
 
 // Batches of up to 5 trees of 2^12 leaves put their large levels (at least 2^13 merges) on the
-// quad kernels, their small ones on the half-warp kernels, as single trees of 2^14 leaves and
-// more do.
+// wide kernels (quads of lanes; one thread for Poseidon2), their small ones on the half-warp
+// kernels, as single trees of 2^14 leaves and more do.
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(8))]
 
@@ -207,7 +207,7 @@ proptest! {
 }
 
 /// Digests at the field's edges through every hasher's kernels: all zero, all `p - 1`. Trees
-/// of 2^14 leaves run their first level on the quad kernels (2^13 merges), the rest on the
+/// of 2^14 leaves run their first level on the wide kernels (2^13 merges), the rest on the
 /// half-warp kernels; an all-zero state makes the MDS sums' high words zero.
 #[test]
 #[ignore = "requires a CUDA GPU"]
