@@ -1,8 +1,8 @@
 // Poseidon2 over Goldilocks, width 12 (miden-crypto 0.28.1, Plonky3's default constants):
 // Merkle tree levels and row hashing, one thread per hash, and the levels near the root on
 // half warps (merge_level_split). The constant bank holds the four initial external rounds'
-// constants (4 x 12), the 22 internal ones, the four terminal external rounds' (4 x 12), then
-// the internal matrix's diagonal (12).
+// constants (4 x 12), the 22 internal ones, the four terminal external rounds' (4 x 12), the
+// internal matrix's diagonal (12), then the limb multipliers (8, see Multipliers).
 
 #include "sponge.cuh"
 
@@ -10,6 +10,7 @@
 #define P2_INTERNAL 48
 #define P2_TERMINAL 70
 #define P2_DIAGONAL 118
+#define P2_MULTIPLIERS 130
 
 // The round schedule, on a state layout L (ThreadState: one thread's twelve elements;
 // SplitState: a half warp's, one a lane) with static external_layer, external_round and
@@ -24,11 +25,65 @@ __device__ __forceinline__ void permute_on(u64* x, const ConstantBank& c) {
     for (int r = 0; r < 4; r++) L::external_round(x, c, P2_TERMINAL + 12 * r);
 }
 
+// A value a + 2^32 b kept as two 64-bit sums of 32-bit halves (a, b below 2^42), built and
+// reduced by 32 x 32 -> 64-bit multiply-adds, which run on the FMA pipe while carry chains would
+// hold the integer ALU.
+struct Limbs {
+    u64 a, b;
+};
+
+// The multipliers of the limbs' multiply-adds, read from the constant bank (P2_MULTIPLIERS:
+// 1, 2, 3, 4, 2^31, 2^30, 2^29, 2^32 - 1) so that ptxas cannot see their values: it turns
+// products by known small constants into shifts and additions on the integer ALU.
+struct Multipliers {
+    u32 one, two, three, four, shift_down[4], all_ones;
+    __device__ __forceinline__ explicit Multipliers(const u64* w)
+        : one((u32)w[0]), two((u32)w[1]), three((u32)w[2]), four((u32)w[3]),
+          shift_down{(u32)w[0], (u32)w[4], (u32)w[5], (u32)w[6]}, all_ones((u32)w[7]) {}
+};
+
+// base + k x for x below 2^64.
+__device__ __forceinline__ Limbs limbs_mad(u64 x, u32 k, Limbs base) {
+    return {(u64)(u32)x * k + base.a, (u64)(u32)(x >> 32) * k + base.b};
+}
+
+__device__ __forceinline__ Limbs limbs_times(Limbs v, u32 k) {
+    return {v.a * k, v.b * k};
+}
+
+// v + k K, K = 2p - (2^64 - 1) = 3 + 2^32 (2^32 - 2): with k ~x, this adds k (2p - x).
+__device__ __forceinline__ Limbs limbs_plus_k(Limbs v, u32 k) {
+    return {v.a + 3 * k, v.b + (u64)k * 0xfffffffeu};
+}
+
+// A value below 2^64 congruent to (a + 2^32 b) / 2^J mod p (J <= 3). The division: t = -a mod
+// 2^J, and adding t p = t + 2^32 t (2^32 - 1) makes a divisible by 2^J; then a / 2^J + 2^32 (b
+// / 2^J) with b's low J bits moved into a. The reduction: 2^64 = 2^32 - 1 mod p, so a + 2^32 b
+// = a' + 2^32 b0 with a' = a + b1 (2^32 - 1) (b = b0 + 2^32 b1) = a'0 + 2^32 m + 2^64 c with
+// m + 2^32 c = a'1 + b0, which is a'0 + 2^32 m + c (2^32 - 1), below 2^64 (c = 1 only when m
+// < 2^10).
+template <int J>
+__device__ __forceinline__ u64 limbs_reduce(Limbs v, const Multipliers& k) {
+    if (J > 0) {
+        const u32 t = (0u - (u32)v.a) & ((1u << J) - 1);
+        v.a = (u64)t * k.one + v.a;
+        v.b = (u64)t * k.all_ones + v.b;
+        v.a = (u64)((u32)v.b & ((1u << J) - 1)) * k.shift_down[J] + (v.a >> J);
+        v.b >>= J;
+    }
+    const u64 a = (u64)(u32)(v.b >> 32) * k.all_ones + v.a;
+    const u64 mid = (u64)(u32)(a >> 32) + (u32)v.b;
+    const u64 low = (mid << 32) | (u32)a;
+    return (u64)(u32)(mid >> 32) * k.all_ones + low;
+}
+
 // One thread holds the whole state s[0..12]. Its linear layers run as the CPU's do
-// (merkle/src/poseidon2.rs): exactly over the integers on u128s, each output reduced once
-// (fold96), so that the state between rounds is any value below 2^64 of the right residue,
-// which the external layer and gl_add take; only S-box inputs must be canonical, and gl_add
-// with the round constant makes them so.
+// (merkle/src/poseidon2.rs): exactly over the integers, each output reduced once, so that the
+// state between rounds is any value below 2^64 of the right residue, which the external layer
+// and gl_add take; only S-box inputs must be canonical, and gl_add with the round constant
+// makes them so. The external layer sums on u128s (fold96); the internal rounds on Limbs,
+// whose multiply-adds take work off the integer ALU, which bounds this kernel (an internal
+// round: 197 ALU and 138 FMA-pipe instructions, against 288 and 77 on u128s).
 struct ThreadState {
     // Each block of four times M4 = [[2, 3, 1, 1], [1, 2, 3, 1], [1, 1, 2, 3], [3, 1, 1, 2]], then
     // each element plus the sum of the elements at its place in the three blocks: below
@@ -66,27 +121,29 @@ struct ThreadState {
     }
 
     // s[0] += constant, s[0] = s[0]^7, then s[i] <- s[i] d_i + sum(s) with the diagonal
-    // d = (-2, 1, 2, 1/2, 3, 4, -1/2, -3, -4, 1/4, -1/4, 1/8) mod p (MATRIX_DIAGONAL): sums of
-    // small multiples, a multiple of p added before each subtraction, and each division by
-    // 2^k done on the whole output as (2^k sum + d' s) / 2^k (div_pow2). Below 2^71 throughout.
+    // d = (-2, 1, 2, 1/2, 3, 4, -1/2, -3, -4, 1/4, -1/4, 1/8) mod p (MATRIX_DIAGONAL), each
+    // output as 32-bit halves (Limbs): sum - 2 s0 = rest + (2p - s0), k (2p - x) = k ~x + k K,
+    // and a division by 2^j applied to the whole output (limbs_reduce).
     static __device__ __forceinline__ void internal_round(u64* s, const ConstantBank& c, int r) {
-        const u128 s0 = sbox_one(gl_add(s[0], c.w[P2_INTERNAL + r]));
-        u128 rest = 0;
+        const u64 s0 = sbox_one(gl_add(s[0], c.w[P2_INTERNAL + r]));
+        const Multipliers k(c.w + P2_MULTIPLIERS);
+        Limbs rest = {0, 0};
 #pragma unroll
-        for (int i = 1; i < 12; i++) rest += s[i];
-        const u128 sum = rest + s0, sum2 = 2 * sum, sum4 = 4 * sum;
-        s[0] = fold96(rest + TWO_P - s0);  // sum - 2 s0
-        s[1] = fold96(sum + s[1]);
-        s[2] = fold96(sum + 2 * (u128)s[2]);
-        s[3] = fold96(div_pow2<1>(sum2 + s[3]));
-        s[4] = fold96(sum + 3 * (u128)s[4]);
-        s[5] = fold96(sum + 4 * (u128)s[5]);
-        s[6] = fold96(div_pow2<1>(sum2 + TWO_P - s[6]));
-        s[7] = fold96(sum + 3 * (TWO_P - s[7]));
-        s[8] = fold96(sum + 4 * (TWO_P - s[8]));
-        s[9] = fold96(div_pow2<2>(sum4 + s[9]));
-        s[10] = fold96(div_pow2<2>(sum4 + TWO_P - s[10]));
-        s[11] = fold96(div_pow2<3>(2 * sum4 + s[11]));
+        for (int i = 1; i < 12; i++) rest = limbs_mad(s[i], k.one, rest);
+        const Limbs sum = limbs_mad(s0, k.one, rest), sum2 = limbs_times(sum, 2),
+                    sum4 = limbs_times(sum, 4), sum8 = limbs_times(sum, 8);
+        s[0] = limbs_reduce<0>(limbs_mad(~s0, k.one, limbs_plus_k(rest, 1)), k);
+        s[1] = limbs_reduce<0>(limbs_mad(s[1], k.one, sum), k);
+        s[2] = limbs_reduce<0>(limbs_mad(s[2], k.two, sum), k);
+        s[3] = limbs_reduce<1>(limbs_mad(s[3], k.one, sum2), k);
+        s[4] = limbs_reduce<0>(limbs_mad(s[4], k.three, sum), k);
+        s[5] = limbs_reduce<0>(limbs_mad(s[5], k.four, sum), k);
+        s[6] = limbs_reduce<1>(limbs_mad(~s[6], k.one, limbs_plus_k(sum2, 1)), k);
+        s[7] = limbs_reduce<0>(limbs_mad(~s[7], k.three, limbs_plus_k(sum, 3)), k);
+        s[8] = limbs_reduce<0>(limbs_mad(~s[8], k.four, limbs_plus_k(sum, 4)), k);
+        s[9] = limbs_reduce<2>(limbs_mad(s[9], k.one, sum4), k);
+        s[10] = limbs_reduce<2>(limbs_mad(~s[10], k.one, limbs_plus_k(sum4, 1)), k);
+        s[11] = limbs_reduce<3>(limbs_mad(s[11], k.one, sum8), k);
     }
 };
 

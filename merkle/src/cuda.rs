@@ -206,10 +206,15 @@ pub(crate) const RPO256: DeviceHasher = rescue_lanes(
 /// Rpx256 (rpx.cu): Rpo256's constants.
 pub(crate) const RPX256: DeviceHasher = rescue_lanes(source::RPX, SPLIT, RPO256.constants);
 
+/// The multipliers of one thread's internal rounds (`Multipliers` in poseidon2.cu), passed in
+/// the constant bank so that ptxas keeps the products by them as multiply-adds on the FMA pipe
+/// instead of shifts and additions on the integer ALU: 1, 2, 3, 4, 2^31, 2^30, 2^29, 2^32 - 1.
+const POSEIDON2_LIMB_MULTIPLIERS: [u64; 8] = [1, 2, 3, 4, 1 << 31, 1 << 30, 1 << 29, 0xffff_ffff];
+
 /// Poseidon2 (poseidon2.cu): one thread per hash (`merge_level`, `hash_rows`), levels of fewer
 /// than [`POSEIDON2_SPLIT_BELOW`] merges on half warps (`merge_level_split`). Constants:
-/// initial external, internal, terminal external, then the internal matrix's diagonal (which
-/// the half warps multiply by; one thread applies it by shifts and additions).
+/// initial external, internal, terminal external, the internal matrix's diagonal (which the
+/// half warps multiply by), then [`POSEIDON2_LIMB_MULTIPLIERS`].
 pub(crate) const POSEIDON2: DeviceHasher = DeviceHasher {
     module: source::POSEIDON2,
     wide: ("merge_level", ONE_PER_THREAD),
@@ -221,6 +226,7 @@ pub(crate) const POSEIDON2: DeviceHasher = DeviceHasher {
         .table(&[crate::poseidon2::INTERNAL_MONT])
         .table(&crate::poseidon2::EXTERNAL_TERMINAL_MONT)
         .table(&[crate::poseidon2::MATRIX_DIAGONAL_MONT])
+        .table(&[POSEIDON2_LIMB_MULTIPLIERS])
         .done(),
 };
 
