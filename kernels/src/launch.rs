@@ -1,6 +1,6 @@
 //! Kernel handles, launch shapes and the launch builder.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{
@@ -36,11 +36,20 @@ impl Kernel {
 
     /// Lets launches of this kernel use up to `bytes` of dynamic shared memory (above the
     /// default 48 KiB; up to 227 KiB on Hopper). Errors if the device allows less.
+    ///
+    /// Never lowers what an earlier call allowed: the allowance belongs to the function, which
+    /// every thread and every `Kernel` of it share, so lowering it could fail another thread's
+    /// launch between its own call and that launch (CUDA_ERROR_INVALID_VALUE: msm's backend
+    /// shared by eight threads failed so, about one run in six on an H200).
     pub fn allow_shared_bytes(&self, bytes: u32) -> Result<()> {
+        static RAISING: Mutex<()> = Mutex::new(());
         let attribute = CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+        let wanted = i32::try_from(bytes).unwrap_or(i32::MAX);
+        let _raising = RAISING.lock().unwrap_or_else(PoisonError::into_inner);
         self.context.bind_to_thread()?;
-        self.function
-            .set_attribute(attribute, i32::try_from(bytes).unwrap_or(i32::MAX))?;
+        if self.function.get_attribute(attribute)? < wanted {
+            self.function.set_attribute(attribute, wanted)?;
+        }
         Ok(())
     }
 

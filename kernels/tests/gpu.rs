@@ -242,6 +242,36 @@ fn kernel_queries_work_on_a_fresh_thread() {
     .unwrap();
 }
 
+/// A smaller allowance after a larger one keeps the larger: another thread may be about to
+/// launch with it (msm's eight threads on one backend failed with CUDA_ERROR_INVALID_VALUE
+/// while a smaller allowance could undo a larger one).
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn a_smaller_shared_allowance_keeps_the_larger() {
+    let gpu = Gpu::first().unwrap();
+    let kernel = gpu.kernel(&FILL, "fill").unwrap();
+    let other = gpu.kernel(&FILL, "fill").unwrap();
+    let (n, seed, large) = (1000u64, 3u32, 100 * 1024);
+    kernel.allow_shared_bytes(large).unwrap();
+    other.allow_shared_bytes(1024).unwrap();
+    kernel.allow_shared_bytes(0).unwrap();
+    let mut out = gpu.alloc_zeroed::<u32>(n as usize).unwrap();
+    let grid = Grid {
+        shared_bytes: large,
+        ..Grid::cover(n, 256)
+    };
+    // SAFETY: fill(u32*, u64, u32) with room for n words; the dynamic shared memory is unused.
+    unsafe {
+        gpu.launch(&kernel, grid)
+            .buffer_mut(&mut out)
+            .value(&n)
+            .value(&seed)
+            .run()
+            .unwrap();
+    }
+    assert_eq!(out.to_host().unwrap(), filled(n as usize, seed));
+}
+
 #[test]
 #[ignore = "requires a CUDA GPU"]
 fn kernels_write_page_locked_memory_in_place() {
