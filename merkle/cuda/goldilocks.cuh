@@ -112,15 +112,6 @@ __device__ __forceinline__ u64 fold96(u128 x) {
     return (u64)once + ((u64)(once >> 64) ? EPSILON : 0);
 }
 
-// x / 2^K mod p as an integer below x / 2^K + 2^64, for any x < 2^128 - 2^(64 + K): p = 1
-// mod 2^K (K <= 32), so adding m p < 2^(64 + K) with m = -x mod 2^K makes the sum divisible
-// by 2^K.
-template <int K>
-__device__ __forceinline__ u128 div_pow2(u128 x) {
-    const u64 m = (0ull - (u64)x) & ((1ull << K) - 1);
-    return (x + ((u128)m << 64) + m - ((u128)m << 32)) >> K;  // x + m p
-}
-
 // a + b mod p, canonical, for any a < 2^64 and a canonical b. A sum past 2^64 becomes
 // a + b - p = sum mod 2^64 + EPSILON, which stays below 2^64 as b < p.
 __device__ __forceinline__ u64 gl_add(u64 a, u64 b) {
