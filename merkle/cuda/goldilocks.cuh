@@ -112,6 +112,11 @@ __device__ __forceinline__ u64 fold96(u128 x) {
     return (u64)once + ((u64)(once >> 64) ? EPSILON : 0);
 }
 
+// The canonical value of any x < 2^64 (x < 2p).
+__device__ __forceinline__ u64 gl_canonical(u64 x) {
+    return x >= MODULUS ? x - MODULUS : x;
+}
+
 // a + b mod p, canonical, for any a < 2^64 and a canonical b. A sum past 2^64 becomes
 // a + b - p = sum mod 2^64 + EPSILON, which stays below 2^64 as b < p.
 __device__ __forceinline__ u64 gl_add(u64 a, u64 b) {
@@ -119,7 +124,7 @@ __device__ __forceinline__ u64 gl_add(u64 a, u64 b) {
     u32 carry;
     asm("add.cc.u64 %0, %2, %3;\n\taddc.u32 %1, 0, 0;" : "=l"(sum), "=r"(carry) : "l"(a), "l"(b));
     sum += (u64)(0u - carry);
-    return sum >= MODULUS ? sum - MODULUS : sum;
+    return gl_canonical(sum);
 }
 
 // x[i] <- x[i]^(2^n) for W elements: W independent chains for the scheduler. Unrolled six

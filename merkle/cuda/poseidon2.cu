@@ -1,6 +1,7 @@
 // Poseidon2 over Goldilocks, width 12 (miden-crypto 0.28.1, Plonky3's default constants):
-// Merkle tree levels and row hashing, one thread per hash, and the levels near the root on
-// half warps (merge_level_split). The constant bank holds the four initial external rounds'
+// Merkle tree levels and row hashing, one thread per hash; the levels of fewer merges on quads
+// of lanes (merge_level_quad), and those nearest the root on half warps, all in one launch
+// (merge_levels_split). The constant bank holds the four initial external rounds'
 // constants (4 x 12), the 22 internal ones, the four terminal external rounds' (4 x 12), the
 // internal matrix's diagonal (12), then the limb multipliers (8, see Multipliers).
 
@@ -155,48 +156,132 @@ struct Poseidon2 {
 
 TREE_KERNELS(MidenSponge<Poseidon2>)
 
-// ---- the small levels on half warps -------------------------------------------------------
+// ---- lanes sharing a state ------------------------------------------------------------------
 //
-// Near the root a level has too few merges to fill the GPU, and one thread walking a whole
-// permutation is what it waits for. There 16 lanes share a state, lane i < 12 holding element
-// i (lanes 12 to 15 follow along on values that reach no other lane): an external round's
-// S-boxes are one per lane, the external layer's blocks are the quads of lanes, and the
-// internal rounds' sum of the state is four exchanges. Every lane computes the internal rounds'
-// S-box of element 0 (the same value) and keeps element 0 itself, so that the chain from one
-// S-box to the next has no exchange in it (merkle/src/cuda.rs, POSEIDON2_SPLIT_BELOW, gives
-// the measured times).
+// Below a wave of merges a level waits for one thread's whole permutation. There several lanes
+// share a state: quads (QuadState, three elements a lane) for the middle levels, half warps
+// (SplitState, one element a lane) nearest the root, where a permutation's latency is all that
+// counts. In the internal rounds every lane computes the S-box of element 0 (the same value)
+// and keeps element 0 itself, so that the chain from one S-box to the next has no exchange in
+// it. All 32 lanes of a warp run this code together (padding merges run along), so every
+// shuffle names the whole warp: a mask computed per lane cost a divergence check per shuffle,
+// 2 us of the 11 us of a level near the root on an H200 (merkle/src/cuda.rs gives the bounds
+// between the layouts and the measured times).
 
-// The mask of this lane's half warp.
-__device__ __forceinline__ u32 half_warp_mask() {
-    return 0xffffu << (threadIdx.x % 32 & 16u);
+#define WHOLE_WARP 0xffffffffu
+
+// x^7 as x^4 x^3: three products deep (one thread per hash keeps sbox_one, four deep, whose
+// fewer instructions it is bound by).
+__device__ __forceinline__ u64 sbox_shallow(u64 x) {
+    const u64 x2 = gl_sqr(x);
+    return gl_mul(gl_sqr(x2), gl_mul(x2, x));
+}
+
+// Element 0 of internal round r on a layout that keeps it in every lane: e0 holds element 0
+// plus round r's constant, canonical, and rest the sum of the other eleven elements. Returns
+// the S-box of e0, and leaves in e0 the next round's element 0 (sum - 2 boxed = rest - boxed)
+// plus the next round's constant (none after the last), so that only a fold and a
+// canonicalization lie between two S-boxes.
+__device__ __forceinline__ u64 internal_element0(u64& e0, u128 rest, const ConstantBank& c,
+                                                 int r) {
+    const u64 next_constant = r < 21 ? c.w[P2_INTERNAL + r + 1] : 0;
+    const u64 boxed = sbox_shallow(e0);
+    e0 = gl_canonical(fold96(rest + TWO_P + next_constant - boxed));
+    return boxed;
 }
 
 // Lane `from`'s value of v (from < 4), within this lane's quad.
 __device__ __forceinline__ u64 quad_lane(u64 v, u32 from) {
-    const u32 quad_mask = 0xfu << (threadIdx.x % 32 & ~3u);
-    return __shfl_sync(quad_mask, v, from, 4);
+    return __shfl_sync(WHOLE_WARP, v, from, 4);
 }
 
-// Lane `from`'s value of v (from < 16, v below 2^96), within this lane's half warp.
-__device__ __forceinline__ u128 half_warp_lane(u128 v, u32 from) {
-    const u64 lo = __shfl_sync(half_warp_mask(), (u64)v, from, 16);
-    const u32 hi = __shfl_sync(half_warp_mask(), (u32)(v >> 64), from, 16);
+// Lane `from`'s value of v (v below 2^96), within this lane's group of `width` lanes.
+template <int width>
+__device__ __forceinline__ u128 group_lane(u128 v, u32 from) {
+    const u64 lo = __shfl_sync(WHOLE_WARP, (u64)v, from, width);
+    const u32 hi = __shfl_sync(WHOLE_WARP, (u32)(v >> 64), from, width);
     return ((u128)hi << 64) | lo;
 }
 
-// The sum of v over this lane's half warp, in every lane: below 2^68 for values below 2^64.
-__device__ __forceinline__ u128 half_warp_sum(u64 v) {
-    u128 sum = v;
+// The sum of v over this lane's group of `width` lanes, in every lane (the sum below 2^96).
+template <int width>
+__device__ __forceinline__ u128 group_sum(u128 v) {
 #pragma unroll
-    for (u32 step = 1; step < 16; step *= 2) {
-        const u64 lo = __shfl_xor_sync(half_warp_mask(), (u64)sum, step, 16);
-        const u32 hi = __shfl_xor_sync(half_warp_mask(), (u32)(sum >> 64), step, 16);
-        sum += ((u128)hi << 64) | lo;
+    for (u32 step = 1; step < width; step *= 2) {
+        const u64 lo = __shfl_xor_sync(WHOLE_WARP, (u64)v, step, width);
+        const u32 hi = __shfl_xor_sync(WHOLE_WARP, (u32)(v >> 64), step, width);
+        v += ((u128)hi << 64) | lo;
     }
-    return sum;
+    return v;
 }
 
-// Lane i of a half warp holds element i (x[0]) for i < 12.
+// Lane q of a quad holds elements q, q + 4 and q + 8 in slots 0, 1, 2: slot t across the quad
+// is block t of the external layer.
+struct QuadState {
+    // ThreadState::external_layer on a quad: M4 gives element q of a block (x_0 + x_1 + x_2 +
+    // x_3) + x_q + 2 x_(q+1), and the sum over the three blocks at place q is this lane's
+    // three slots. Exact on u128 (below 2^69), one fold per element.
+    static __device__ __forceinline__ void external_layer(u64* x) {
+        const u32 q = threadIdx.x % 4;
+        u128 y[3];
+#pragma unroll
+        for (int t = 0; t < 3; t++) {
+            const u64 next = quad_lane(x[t], (q + 1) % 4);
+            y[t] = group_sum<4>(x[t]) + x[t] + 2 * (u128)next;  // below 7 * 2^64
+        }
+        const u128 column = y[0] + y[1] + y[2];
+#pragma unroll
+        for (int t = 0; t < 3; t++) x[t] = fold96(y[t] + column);
+    }
+
+    static __device__ __forceinline__ void external_round(u64* x, const ConstantBank& c,
+                                                          int offset) {
+        const u32 q = threadIdx.x % 4;
+#pragma unroll
+        for (int t = 0; t < 3; t++) x[t] = sbox_shallow(gl_add(x[t], c.w[offset + 4 * t + q]));
+        external_layer(x);
+    }
+
+    // ThreadState::internal_round on a quad, 22 times: lane 0's slot 0 stands for element 0
+    // as a zero in the sums, and each other slot is multiplied by its diagonal entry
+    // (Montgomery form, in the constant bank) plus the sum, its product beside the S-box.
+    static __device__ __forceinline__ void internal_rounds(u64* x, const ConstantBank& c) {
+        const u32 q = threadIdx.x % 4;
+        u64 diagonal[3];
+#pragma unroll
+        for (int t = 0; t < 3; t++) diagonal[t] = c.w[P2_DIAGONAL + 4 * t + q];
+        u64 e0 = gl_add(quad_lane(x[0], 0), c.w[P2_INTERNAL]);
+        if (q == 0) x[0] = 0;
+#pragma unroll 1
+        for (int r = 0; r < 22; r++) {
+            const u128 rest = group_sum<4>((u128)x[0] + x[1] + x[2]);
+            u128 scaled[3];
+#pragma unroll
+            for (int t = 0; t < 3; t++) {
+                scaled[t] = (u128)gl_mul(gl_canonical(x[t]), diagonal[t]) + rest;
+            }
+            const u64 boxed = internal_element0(e0, rest, c, r);
+#pragma unroll
+            for (int t = 0; t < 3; t++) x[t] = fold96(scaled[t] + boxed);
+            if (q == 0) x[0] = 0;
+        }
+        if (q == 0) x[0] = e0;
+    }
+};
+
+// A tree level on quads (see level_merge): the sponge's state [left, right, 0, 0, 0, 0] is
+// slot 0 = left, slot 1 = right, slot 2 = 0, and lane q writes digest element q.
+extern "C" __global__ void merge_level_quad(Digest* trees, u64 leaves_per_tree, u64 parents,
+                                            u64 merges, const __grid_constant__ ConstantBank c) {
+    const LevelMerge m = level_merge<4>(trees, leaves_per_tree, parents, merges);
+    const u32 q = threadIdx.x % 4;
+    u64 x[3] = {to_mont(m.children[q]), to_mont(m.children[4 + q]), 0};
+    permute_on<QuadState>(x, c);
+    if (m.active) m.parent->e[q] = from_mont(x[0]);
+}
+
+// Lane i of a half warp holds element i (x[0]) for i < 12; lanes 12 to 15 follow along on
+// values that reach no other lane.
 struct SplitState {
     // ThreadState::external_layer on a half warp: M4 on the quad of lanes gives element
     // 4b + q the value y = 2 x_q + 3 x_(q+1) + x_(q+2) + x_(q+3) of its block b, then each
@@ -206,48 +291,84 @@ struct SplitState {
         const u128 a = quad_lane(x[0], (q + 1) % 4), b = quad_lane(x[0], (q + 2) % 4),
                    d = quad_lane(x[0], (q + 3) % 4);
         const u128 y = 2 * (u128)x[0] + 3 * a + b + d;  // below 7 * 2^64
-        const u128 second = half_warp_lane(y, i < 12 ? (i + 4) % 12 : i);
-        const u128 third = half_warp_lane(y, i < 12 ? (i + 8) % 12 : i);
+        const u128 second = group_lane<16>(y, i < 12 ? (i + 4) % 12 : i);
+        const u128 third = group_lane<16>(y, i < 12 ? (i + 8) % 12 : i);
         x[0] = fold96(2 * y + second + third);
     }
 
     static __device__ __forceinline__ void external_round(u64* x, const ConstantBank& c,
                                                           int offset) {
         const u32 i = threadIdx.x % 16;
-        x[0] = sbox_one(gl_add(x[0], c.w[offset + (i < 12 ? i : 0)]));
+        x[0] = sbox_shallow(gl_add(x[0], c.w[offset + (i < 12 ? i : 0)]));
         external_layer(x);
     }
 
-    // ThreadState::internal_round on a half warp, 22 times: element 0 (e0) in every lane, the
+    // ThreadState::internal_round on a half warp, 22 times: element 0 in every lane, the
     // other eleven elements in lanes 1 to 11 (v; zero in the lanes that hold none, so that they
-    // add nothing to the sum), each multiplied by its diagonal entry (Montgomery form, in the
-    // constant bank) plus the sum.
+    // add nothing to the sum), each multiplied by its diagonal entry plus the sum.
     static __device__ __forceinline__ void internal_rounds(u64* x, const ConstantBank& c) {
         const u32 i = threadIdx.x % 16;
         const bool holds = i != 0 && i < 12;
         const u64 diagonal = c.w[P2_DIAGONAL + (i < 12 ? i : 0)];
-        u64 e0 = __shfl_sync(half_warp_mask(), x[0], 0, 16);
+        u64 e0 = gl_add(__shfl_sync(WHOLE_WARP, x[0], 0, 16), c.w[P2_INTERNAL]);
         u64 v = holds ? x[0] : 0;
 #pragma unroll 1
         for (int r = 0; r < 22; r++) {
-            const u64 boxed = sbox_one(gl_add(e0, c.w[P2_INTERNAL + r]));
-            const u128 rest = half_warp_sum(v);
-            e0 = fold96(rest + TWO_P - boxed);  // sum - 2 boxed
-            const u64 canonical = v >= MODULUS ? v - MODULUS : v;
-            const u64 next = fold96((u128)gl_mul(canonical, diagonal) + rest + boxed);
+            const u128 rest = group_sum<16>(v);
+            const u128 scaled = (u128)gl_mul(gl_canonical(v), diagonal) + rest;
+            const u64 boxed = internal_element0(e0, rest, c, r);
+            const u64 next = fold96(scaled + boxed);
             v = holds ? next : 0;
         }
         x[0] = i == 0 ? e0 : v;
     }
 };
 
-// A tree level on half warps (see level_merge): lane i < 8 loads child element i (the sponge's
-// state [left, right, 0, 0, 0, 0]), and lane i < 4 writes digest element i.
-extern "C" __global__ void merge_level_split(Digest* trees, u64 leaves_per_tree, u64 parents,
-                                             u64 merges, const __grid_constant__ ConstantBank c) {
-    const LevelMerge m = level_merge<16>(trees, leaves_per_tree, parents, merges);
+// Merge g of the level of `parents` parents per tree on this half warp, as level_merge
+// numbers merges, its children read from L2 (another block of the launch may have written
+// them); it writes the parent only if `writes`.
+__device__ __forceinline__ void split_merge(Digest* trees, u64 leaves_per_tree, u64 parents,
+                                            u64 g, bool writes, const ConstantBank& c) {
+    Digest* nodes = trees + (g / parents) * 2 * leaves_per_tree;
+    const u64 node = parents + g % parents;
+    const u64* children = (const u64*)(nodes + 2 * node);
     const u32 i = threadIdx.x % 16;
-    u64 x[1] = {i < 8 ? to_mont(m.children[i]) : 0};
+    u64 x[1] = {i < 8 ? to_mont(__ldcg(children + i)) : 0};
     permute_on<SplitState>(x, c);
-    if (m.active && i < 4) m.parent->e[i] = from_mont(x[0]);
+    if (writes && i < 4) nodes[node].e[i] = from_mont(x[0]);
+}
+
+// Every level from the one of `parents` parents per tree (`merges` merges over all trees) up
+// to the roots, in one launch of blocks of one warp (so no level waits for a launch). Block j
+// merges 2j and 2j + 1 of the first level on its two half warps, then merge j of the next
+// (whose children those are) on both, the second half warp writing nothing. From there the
+// later of the two blocks whose merges are a merge's children goes on with it: a block counts
+// its arrival in `arrivals` (one counter per merge of the levels above the second, below
+// `merges` / 2), and the one that finds the other already counted resets the counter to zero,
+// as every launch expects it, and merges.
+extern "C" __global__ void merge_levels_split(Digest* trees, u64 leaves_per_tree, u64 parents,
+                                              u64 merges, u32* arrivals,
+                                              const __grid_constant__ ConstantBank c) {
+    const u32 half = threadIdx.x / 16;
+    const u64 first = 2 * blockIdx.x + half;
+    split_merge(trees, leaves_per_tree, parents, first < merges ? first : 0, first < merges, c);
+    if (parents == 1) return;
+    __syncwarp();
+    u64 level = parents / 2, g = blockIdx.x;
+    merges /= 2;
+    split_merge(trees, leaves_per_tree, level, g, half == 0, c);
+    while (level >= 2) {
+        __threadfence();
+        __syncwarp();
+        const u64 counter = merges / 2 + g / 2;
+        u32 earlier = 0;
+        if (threadIdx.x == 0) earlier = atomicAdd(arrivals + counter, 1u);
+        if (__shfl_sync(WHOLE_WARP, earlier, 0) == 0) return;
+        if (threadIdx.x == 0) arrivals[counter] = 0;
+        __threadfence();
+        level /= 2;
+        g /= 2;
+        merges /= 2;
+        split_merge(trees, leaves_per_tree, level, g, half == 0, c);
+    }
 }

@@ -19,8 +19,10 @@
 //! Poseidon2 runs one thread per hash with the state in registers: its 22 internal rounds
 //! raise one element and multiply the other eleven by a diagonal, so lanes sharing a state
 //! would each issue that S-box and exchange the state's sum every round (the crate README's
-//! performance notes count it). Only its levels near the root, too small to fill the GPU, run
-//! one state element per lane on half warps, where a permutation's latency is what counts.
+//! performance notes count it). Only its levels too small to fill the GPU, where a
+//! permutation's latency is what counts, share states: quads of lanes, then from
+//! [`POSEIDON2_TOP_MERGES`] merges one state element per lane on half warps, every level up to
+//! the roots in one launch.
 
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -75,13 +77,24 @@ const ONE_PER_THREAD: LaunchShape = LaunchShape {
     threads: 128,
 };
 
-/// Poseidon2's levels of fewer merges than this run on half warps (`merge_level_split`), where
-/// one thread's whole permutation is what the level waits for. Measured on an H200 (trees
-/// already on the GPU, medians of 300 builds, 50 at 2^20, docs/journal/merkle.md), 2^16 and
-/// 2^20 leaves: bound 2^10 289 µs and 1.224 ms, 2^12 271 µs and 1.206 ms, 2^13 256 µs and
-/// 1.186 ms, 2^14 273 µs and 1.207 ms, 2^15 312 µs and 1.242 ms; quads of lanes below 2^14 (the
-/// layout before) 290 µs and 1.222 ms.
-const POSEIDON2_SPLIT_BELOW: u64 = 1 << 13;
+/// Poseidon2's levels of fewer merges than this run on quads of lanes (`merge_level_quad`),
+/// where one thread's whole permutation is what the level waits for. One level on an H200
+/// (docs/journal/merkle.md), one thread per hash against quads: 2^15 merges 34.7 against
+/// 52.7 µs, 2^14 24.2 against 28.5 µs, 2^13 24.2 against 16.4 µs, 2^12 24.1 against 11.7 µs.
+const POSEIDON2_QUADS_BELOW: u64 = 1 << 14;
+
+/// Lanes per merge of `merge_level_quad` (Poseidon2) and their block size (128 threads within
+/// 0.5% of 64 on an H200).
+const POSEIDON2_QUAD: LaunchShape = LaunchShape {
+    lanes: 4,
+    threads: 64,
+};
+
+/// Poseidon2's levels of at most this many merges run in one launch on half warps
+/// (`merge_levels_split`), each level waiting for one permutation's latency. On an H200 its
+/// bound against 2^11 and 2^12 (the levels above on quads): trees of 2^12 leaves 101 against
+/// 120 µs, 2^20 leaves 1,042 against 1,061 µs.
+const POSEIDON2_TOP_MERGES: u64 = 1 << 10;
 
 /// 64-bit words in [`ConstantBank`]: the most any hasher needs (Rp64_256, Rpo256 and Rpx256:
 /// two tables of 7 x 12).
@@ -155,16 +168,20 @@ impl LaunchShape {
 }
 
 /// How the CUDA backend runs one hasher: its module, the kernels of a tree level (one for
-/// large levels, one for those of fewer than `wide_min_merges` merges) and of row hashing,
-/// with their shapes, and its constants. Every level kernel takes `(Digest* trees, u64
-/// leaves_per_tree, u64 parents, u64 merges, ConstantBank)`, every row kernel `(const u64*
-/// elements, u64 rows, u32 width, Digest* out, u64 first, ConstantBank)`.
+/// large levels, one for those of fewer than `wide_min_merges` merges, and optionally one
+/// launch for all the levels from the first of at most `top.1` merges to the roots) and of row
+/// hashing, with their shapes, and its constants. Every level kernel takes `(Digest* trees,
+/// u64 leaves_per_tree, u64 parents, u64 merges, ConstantBank)`, the top kernel `(Digest*
+/// trees, u64 leaves_per_tree, u64 parents, u64 merges, u32* arrivals, ConstantBank)` in
+/// blocks of one warp, two merges each, every row kernel `(const u64* elements, u64 rows,
+/// u32 width, Digest* out, u64 first, ConstantBank)`.
 #[derive(Debug, Clone, Copy)]
 pub struct DeviceHasher {
     module: Module,
     wide: (&'static str, LaunchShape),
     narrow: (&'static str, LaunchShape),
     wide_min_merges: u64,
+    top: Option<(&'static str, u64)>,
     rows: (&'static str, LaunchShape),
     constants: ConstantBank,
 }
@@ -178,6 +195,7 @@ const fn rescue_lanes(module: Module, split: LaunchShape, constants: ConstantBan
         wide: ("merkle_merge_level", QUAD),
         narrow: ("merkle_merge_level_split", split),
         wide_min_merges: QUAD_MIN_MERGES,
+        top: None,
         rows: ("merkle_hash_rows", QUAD),
         constants,
     }
@@ -212,14 +230,16 @@ pub(crate) const RPX256: DeviceHasher = rescue_lanes(source::RPX, SPLIT, RPO256.
 const POSEIDON2_LIMB_MULTIPLIERS: [u64; 8] = [1, 2, 3, 4, 1 << 31, 1 << 30, 1 << 29, 0xffff_ffff];
 
 /// Poseidon2 (poseidon2.cu): one thread per hash (`merge_level`, `hash_rows`), levels of fewer
-/// than [`POSEIDON2_SPLIT_BELOW`] merges on half warps (`merge_level_split`). Constants:
-/// initial external, internal, terminal external, the internal matrix's diagonal (which the
-/// half warps multiply by), then [`POSEIDON2_LIMB_MULTIPLIERS`].
+/// than [`POSEIDON2_QUADS_BELOW`] merges on quads (`merge_level_quad`), and from the first of
+/// at most [`POSEIDON2_TOP_MERGES`] merges on half warps in one launch (`merge_levels_split`).
+/// Constants: initial external, internal, terminal external, the internal matrix's diagonal
+/// (which the quads and half warps multiply by), then [`POSEIDON2_LIMB_MULTIPLIERS`].
 pub(crate) const POSEIDON2: DeviceHasher = DeviceHasher {
     module: source::POSEIDON2,
     wide: ("merge_level", ONE_PER_THREAD),
-    narrow: ("merge_level_split", SPLIT),
-    wide_min_merges: POSEIDON2_SPLIT_BELOW,
+    narrow: ("merge_level_quad", POSEIDON2_QUAD),
+    wide_min_merges: POSEIDON2_QUADS_BELOW,
+    top: Some(("merge_levels_split", POSEIDON2_TOP_MERGES)),
     rows: ("hash_rows", ONE_PER_THREAD),
     constants: BankBuilder::new()
         .table(&crate::poseidon2::EXTERNAL_INITIAL_MONT)
@@ -245,7 +265,18 @@ pub(crate) const RP_JIVE64_256: DeviceHasher = rescue_lanes(
 struct HasherKernels {
     wide: Kernel,
     narrow: Kernel,
+    top: Option<TopLevels>,
     rows: Kernel,
+}
+
+/// A loaded top kernel (see [`DeviceHasher`]) and its arrival counters: one word per merge of
+/// its first level, zero between launches (each launch leaves them so). Launches on this
+/// backend's one stream run one at a time, so they can share the counters.
+#[derive(Debug, Clone)]
+struct TopLevels {
+    kernel: Kernel,
+    max_merges: u64,
+    arrivals: Arc<Mutex<DeviceBuffer<u32>>>,
 }
 
 /// The CUDA backend on one GPU. Kernels are compiled (or read from the cache) when it is made.
@@ -348,9 +379,18 @@ impl Cuda {
             return Ok(kernels.clone());
         }
         let device = H::DEVICE;
+        let top = match device.top {
+            Some((name, max_merges)) => Some(TopLevels {
+                kernel: self.gpu.kernel(&device.module, name)?,
+                max_merges,
+                arrivals: Arc::new(Mutex::new(self.gpu.alloc_zeroed(max_merges as usize)?)),
+            }),
+            None => None,
+        };
         let kernels = HasherKernels {
             wide: self.gpu.kernel(&device.module, device.wide.0)?,
             narrow: self.gpu.kernel(&device.module, device.narrow.0)?,
+            top,
             rows: self.gpu.kernel(&device.module, device.rows.0)?,
         };
         loaded.insert(H::NAME, kernels.clone());
@@ -424,6 +464,9 @@ impl Cuda {
         let mut parents = leaves / 2;
         while parents >= 1 {
             let merges = trees.tree_count() as u64 * parents;
+            if let Some(top) = kernels.top.as_ref().filter(|top| merges <= top.max_merges) {
+                return self.launch_top_levels(top, trees, parents, merges);
+            }
             let (kernel, grid) = if merges >= device.wide_min_merges {
                 (&kernels.wide, device.wide.1.grid(merges))
             } else {
@@ -445,6 +488,36 @@ impl Cuda {
                     .run()?;
             }
             parents /= 2;
+        }
+        Ok(())
+    }
+
+    /// Queues the top kernel for every level of `trees` from the one of `parents` parents per
+    /// tree (`merges` merges, at most `top.max_merges`) to the roots.
+    fn launch_top_levels<H: Hasher>(
+        &self,
+        top: &TopLevels,
+        trees: &mut DeviceTrees<H>,
+        parents: u64,
+        merges: u64,
+    ) -> Result<(), Error> {
+        let leaves = trees.leaves_per_tree as u64;
+        let mut arrivals = top.arrivals.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: arguments match the top kernel's `(Digest*, u64, u64, u64, u32*,
+        // ConstantBank)` (see `DeviceHasher`); its merges read and write nodes of the trees
+        // inside `trees.nodes` as the level kernels do (see `build_device`), from the level of
+        // `parents` parents up, and its counters lie below `merges` / 2 < `arrivals.len()`;
+        // the grid has a warp for every two merges of the first level.
+        unsafe {
+            self.gpu
+                .launch(&top.kernel, Grid::cover(merges.div_ceil(2) * 32, 32))
+                .buffer_mut(&mut trees.nodes)
+                .value(&leaves)
+                .value(&parents)
+                .value(&merges)
+                .buffer_mut(&mut arrivals)
+                .value(&H::DEVICE.constants)
+                .run()?;
         }
         Ok(())
     }

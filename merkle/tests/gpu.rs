@@ -171,9 +171,10 @@ fn widths() -> impl Strategy<Value = usize> {
     prop::sample::select(vec![1usize, 3, 4, 5, 7, 8, 9, 15, 16, 17, 64, 100, 255])
 }
 
-// Batches of up to 5 trees of 2^12 leaves put their large levels (at least 2^13 merges) on the
-// wide kernels (quads of lanes; one thread for Poseidon2), their small ones on the half-warp
-// kernels, as single trees of 2^14 leaves and more do.
+// Trees of up to 2^16 leaves and batches of up to 5 trees of 2^12 leaves run every level
+// kernel: the Rescue family's quads of lanes (from 2^13 merges) and half warps; Poseidon2's one
+// thread per hash (from 2^14 merges), quads, and the one launch on half warps from 2^10 merges
+// to the roots, which batches enter at a level of several trees.
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(8))]
 
@@ -207,14 +208,16 @@ proptest! {
 }
 
 /// Digests at the field's edges through every hasher's kernels: all zero, all `p - 1`. Trees
-/// of 2^14 leaves run their first level on the wide kernels (2^13 merges), the rest on the
-/// half-warp kernels; an all-zero state makes the MDS sums' high words zero.
+/// of 2^15 leaves run their first levels on the wide kernels (the Rescue family's quads from
+/// 2^13 merges, Poseidon2's one thread per hash from 2^14), the rest on the narrow ones (and
+/// Poseidon2's one launch near the root); an all-zero state makes the MDS sums' high words
+/// zero.
 #[test]
 #[ignore = "requires a CUDA GPU"]
 fn edge_values_equal_the_cpu() {
     fn check<H: Hasher>(hasher: H) {
         for value in [0, 1, MODULUS - 1, MODULUS - 2, 1 << 32, (1 << 32) - 1] {
-            let leaves = vec![Digest::new([Felt::new(value); 4]); 1 << 14];
+            let leaves = vec![Digest::new([Felt::new(value); 4]); 1 << 15];
             let expected = MerkleTree::build_with(hasher, &Cpu, &leaves).unwrap();
             let got = MerkleTree::build_with(hasher, cuda(), &leaves).unwrap();
             assert!(got == expected, "{} at {value}", H::NAME);
