@@ -124,7 +124,8 @@ __device__ __forceinline__ u64 gl_add(u64 a, u64 b) {
     u32 carry;
     asm("add.cc.u64 %0, %2, %3;\n\taddc.u32 %1, 0, 0;" : "=l"(sum), "=r"(carry) : "l"(a), "l"(b));
     sum += (u64)(0u - carry);
-    return gl_canonical(sum);
+    return sum >= MODULUS ? sum - MODULUS : sum;  // gl_canonical's test, inline: ptxas orders
+                                                  // Rpx256's kernels otherwise
 }
 
 // x[i] <- x[i]^(2^n) for W elements: W independent chains for the scheduler. Unrolled six
