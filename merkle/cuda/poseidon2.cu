@@ -14,8 +14,8 @@
 #define P2_MULTIPLIERS 130
 
 // The round schedule, on a state layout L (ThreadState: one thread's twelve elements;
-// SplitState: a half warp's, one a lane) with static external_layer, external_round and
-// internal_rounds (all 22).
+// QuadState: a quad's, three a lane; SplitState: a half warp's, one a lane) with static
+// external_layer, external_round and internal_rounds (all 22).
 template <class L>
 __device__ __forceinline__ void permute_on(u64* x, const ConstantBank& c) {
     L::external_layer(x);
