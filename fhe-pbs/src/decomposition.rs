@@ -143,6 +143,7 @@ impl Decomposer {
     /// Decomposes a whole slice level by level (a loop the compiler vectorizes): digit `j`
     /// of `input[t]` goes to `out[j * level_stride + t]`. `states` is scratch of
     /// `input.len()` words; `levels` must be the level count.
+    #[inline(always)]
     pub(crate) fn decompose_levels(
         &self,
         input: &[u64],
@@ -160,12 +161,18 @@ impl Decomposer {
             }
             return;
         }
-        for (s, &x) in states.iter_mut().zip(input) {
+        let Some(last) = levels.checked_sub(1) else {
+            return;
+        };
+        // The least significant level straight from the input, then the others from `states`.
+        let row = &mut out[last * level_stride..last * level_stride + len];
+        for ((d, s), &x) in row.iter_mut().zip(&mut states[..len]).zip(input) {
             *s = self.balanced_state(x);
+            *d = self.next_digit(s);
         }
-        for j in (0..levels).rev() {
+        for j in (0..last).rev() {
             let row = &mut out[j * level_stride..j * level_stride + len];
-            for (d, s) in row.iter_mut().zip(states.iter_mut()) {
+            for (d, s) in row.iter_mut().zip(&mut states[..len]) {
                 *d = self.next_digit(s);
             }
         }
@@ -173,7 +180,7 @@ impl Decomposer {
 
     /// Step 1 of the module docs: `x` rounded to `V` and balanced, as a two's-complement
     /// state.
-    #[inline]
+    #[inline(always)]
     fn balanced_state(&self, x: u64) -> u64 {
         let dropped = self.dropped;
         if dropped == 0 {
@@ -188,7 +195,7 @@ impl Decomposer {
 
     /// Step 2 of the module docs: the next digit from the least significant level up, for
     /// `b < 64`.
-    #[inline]
+    #[inline(always)]
     fn next_digit(&self, state: &mut u64) -> i64 {
         let b = self.base_log;
         let raw = *state & self.mask;

@@ -146,31 +146,31 @@ impl NegacyclicFft {
         out: &mut [Complex64],
         scratch: &mut [Complex64],
     ) {
-        let half = self.fourier_len();
-        for j in 0..half {
-            let v = Complex64::new(input[j] as i64 as f64, input[j + half] as i64 as f64);
-            out[j] = v * self.twist[j];
+        let (low, high) = input.split_at(self.fourier_len());
+        for (((o, &w), &re), &im) in out.iter_mut().zip(&self.twist).zip(low).zip(high) {
+            *o = Complex64::new(re as i64 as f64, im as i64 as f64) * w;
         }
         self.forward.process_with_scratch(out, scratch);
     }
 
     /// Forward transform of a polynomial of signed digits.
+    #[inline(always)]
     pub(crate) fn forward_i64(
         &self,
         input: &[i64],
         out: &mut [Complex64],
         scratch: &mut [Complex64],
     ) {
-        let half = self.fourier_len();
-        for j in 0..half {
-            let v = Complex64::new(input[j] as f64, input[j + half] as f64);
-            out[j] = v * self.twist[j];
+        let (low, high) = input.split_at(self.fourier_len());
+        for (((o, &w), &re), &im) in out.iter_mut().zip(&self.twist).zip(low).zip(high) {
+            *o = Complex64::new(re as f64, im as f64) * w;
         }
         self.forward.process_with_scratch(out, scratch);
     }
 
     /// `out += backward(input)`, each coefficient rounded to an integer and reduced mod `2^64`;
     /// `input` is overwritten.
+    #[inline(always)]
     pub(crate) fn backward_add(
         &self,
         input: &mut [Complex64],
@@ -178,45 +178,50 @@ impl NegacyclicFft {
         scratch: &mut [Complex64],
     ) {
         self.inverse.process_with_scratch(input, scratch);
-        let half = self.fourier_len();
-        for j in 0..half {
-            let v = input[j] * self.untwist[j];
-            out[j] = out[j].wrapping_add(wrap_f64(v.re));
-            out[j + half] = out[j + half].wrapping_add(wrap_f64(v.im));
+        let (low, high) = out.split_at_mut(self.fourier_len());
+        for (((&x, &w), lo), hi) in input.iter().zip(&self.untwist).zip(low).zip(high) {
+            let v = x * w;
+            *lo = lo.wrapping_add(wrap_f64(v.re));
+            *hi = hi.wrapping_add(wrap_f64(v.im));
         }
     }
 }
 
-/// `round(x)` (ties to even) mod `2^64`, exactly, for any finite `|x| < 2^1000`.
+/// `round(x)` (ties to even) mod `2^64`, exactly, for any finite `x`.
 ///
-/// `y = r - round(r / 2^64) 2^64` with `r = round(x)` is computed without rounding error (the
-/// scalings are by powers of two, and `y`, at most `2^63` in magnitude, is a multiple of
-/// `ulp(r)` whenever the subtraction is not trivial), so `y` is the residue of `r` in
-/// `[-2^63, 2^63]`; its two's complement is the result. This avoids the slower
-/// `f64 -> i128` conversion.
+/// Read off the bits of `x = ±M 2^e` (`M` the 53-bit significand, `e` the exponent less 52):
+/// for `e >= 0` the value is the integer `M 2^e`, whose residue is `M << e` (0 from `e = 64`
+/// on); for `e < 0` it is `M >> -e` rounded by the bits shifted out (up when they exceed one
+/// half, or equal it and the quotient is odd; 0 from `-e = 54` on, where `|x| < 1/2`); the sign
+/// negates modulo `2^64`. Only integer operations without branches, so that the loops over a
+/// polynomial vectorize (a float-to-integer cast saturates in Rust, which kept them scalar).
+#[inline(always)]
 fn wrap_f64(x: f64) -> u64 {
-    const TWO_POW_64: f64 = 18_446_744_073_709_551_616.0;
-    const TWO_POW_63: f64 = 9_223_372_036_854_775_808.0;
-    let r = round_to_integer(x);
-    let y = r - round_to_integer(r * (1.0 / TWO_POW_64)) * TWO_POW_64;
-    if y >= TWO_POW_63 {
-        ((y - TWO_POW_64) as i64) as u64
+    let bits = x.to_bits();
+    let biased = (bits >> 52) & 0x7ff;
+    let fraction = bits & ((1 << 52) - 1);
+    // Subnormals (biased exponent 0) have no implicit bit and the exponent of biased 1.
+    let significand = fraction | (u64::from(biased != 0) << 52);
+    let exponent = biased.max(1) as i64 - 1075;
+    let magnitude = if exponent >= 0 {
+        let shift = exponent as u64;
+        if shift < 64 { significand << shift } else { 0 }
     } else {
-        (y as i64) as u64
-    }
-}
-
-/// `x` rounded to an integer, ties to even, with plain SSE2 arithmetic (`f64::round` is a
-/// library call on baseline x86-64): at and above `2^52` every f64 is already an integer; below,
-/// adding and subtracting `2^52` rounds the magnitude.
-#[inline]
-fn round_to_integer(x: f64) -> f64 {
-    const TWO_POW_52: f64 = 4_503_599_627_370_496.0;
-    let magnitude = x.abs();
-    if magnitude < TWO_POW_52 {
-        ((magnitude + TWO_POW_52) - TWO_POW_52).copysign(x)
+        let shift = exponent.unsigned_abs();
+        if shift < 54 {
+            let quotient = significand >> shift;
+            let rest = significand & ((1 << shift) - 1);
+            let half = 1u64 << (shift - 1);
+            let up = rest > half || (rest == half && quotient & 1 == 1);
+            quotient + u64::from(up)
+        } else {
+            0
+        }
+    };
+    if bits >> 63 == 1 {
+        magnitude.wrapping_neg()
     } else {
-        x
+        magnitude
     }
 }
 
@@ -244,6 +249,23 @@ mod tests {
             let expected = (x.round_ties_even() as i128) as u64;
             assert_eq!(wrap_f64(x), expected, "x = {x:e}");
         }
+        // Beyond i128: every f64 from 2^117 on is a multiple of 2^64.
+        for x in [2f64.powi(117), 3.0 * 2f64.powi(200), f64::MAX] {
+            assert_eq!(wrap_f64(x), 0, "x = {x:e}");
+            assert_eq!(wrap_f64(-x), 0, "x = {:e}", -x);
+        }
+        // 2^63 + 2^11, exact in an f64, keeps its low bits (and its negation wraps).
+        assert_eq!(wrap_f64(2f64.powi(63) + 2048.0), (1u64 << 63) + 2048);
+        assert_eq!(
+            wrap_f64(-(2f64.powi(63) + 2048.0)),
+            ((1u64 << 63) + 2048).wrapping_neg()
+        );
+        // Subnormals and the smallest normals round to 0; halves round to even.
+        for x in [5e-324, f64::MIN_POSITIVE, -5e-324, 0.5, -0.5] {
+            assert_eq!(wrap_f64(x), 0, "x = {x:e}");
+        }
+        assert_eq!(wrap_f64(1.5), 2);
+        assert_eq!(wrap_f64(-2.5), 2u64.wrapping_neg());
         // Random magnitudes from 2^-2 to 2^110, both signs, and half-integers.
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         for i in 0..100_000 {

@@ -22,6 +22,7 @@ pub fn multiply_by_monomial(out: &mut [u64], input: &[u64], k: usize) -> Result<
 }
 
 /// [`multiply_by_monomial`] without the length check (lengths must be equal).
+#[inline(always)]
 pub(crate) fn multiply_by_monomial_unchecked(out: &mut [u64], input: &[u64], k: usize) {
     let n = input.len();
     if n == 0 {

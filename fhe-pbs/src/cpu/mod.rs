@@ -19,6 +19,7 @@ use crate::lwe::LweCiphertext;
 use crate::modswitch::{log2_2n, switch_lwe_unchecked};
 use crate::params::Parameters;
 use crate::polynomial::{ExactMultiplier, check_len, multiply_by_monomial_unchecked};
+use crate::simd::{Vectorized, vectorized};
 
 /// How the CPU engine computes the external products of the blind rotation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -149,10 +150,43 @@ impl Cpu {
             params.polynomial_size().0,
             lut.polynomial_size().0,
         )?;
-        let log2_2n = log2_2n(params.polynomial_size())?;
-        let words = ciphertext.as_slice();
-        let lut = lut.polynomial();
-        let acc = match (self.keys.bootstrap_key(), &self.prepared) {
+        let rotation = BlindRotation {
+            cpu: self,
+            words: ciphertext.as_slice(),
+            lut: lut.polynomial(),
+            log2_2n: log2_2n(params.polynomial_size())?,
+        };
+        Ok(GlweCiphertext::from_vec_unchecked(
+            vectorized(rotation),
+            params.glwe_dimension(),
+            params.polynomial_size(),
+        ))
+    }
+}
+
+/// One blind rotation (the checked arguments of [`Cpu::blind_rotate`]), run through
+/// [`vectorized`] so that the FFT modes' loops use the processor's vector instructions.
+#[derive(Clone)]
+struct BlindRotation<'a> {
+    cpu: &'a Cpu,
+    words: &'a [u64],
+    lut: &'a [u64],
+    log2_2n: u32,
+}
+
+impl Vectorized for BlindRotation<'_> {
+    type Output = Vec<u64>;
+
+    #[inline(always)]
+    fn run(self) -> Vec<u64> {
+        let Self {
+            cpu,
+            words,
+            lut,
+            log2_2n,
+        } = self;
+        let params = cpu.keys.parameters();
+        match (cpu.keys.bootstrap_key(), &cpu.prepared) {
             (AnyBootstrapKey::Classic(_), Prepared::ClassicFft(fourier)) => {
                 let switched = switch_lwe_unchecked(words, log2_2n, params.modulus_switch());
                 blind_rotate_fft(params, fourier, &switched, lut)
@@ -167,12 +201,7 @@ impl Cpu {
             (AnyBootstrapKey::MultiBit(key), _) => {
                 multi_bit::blind_rotate(params, key, words, lut, log2_2n, None)
             }
-        };
-        Ok(GlweCiphertext::from_vec_unchecked(
-            acc,
-            params.glwe_dimension(),
-            params.polynomial_size(),
-        ))
+        }
     }
 }
 
@@ -184,6 +213,7 @@ fn initial_accumulator(k: usize, n: usize, b_tilde: usize, lut: &[u64]) -> Vec<u
 }
 
 /// `diff = X^a acc - acc`, polynomial by polynomial.
+#[inline(always)]
 fn rotate_difference(diff: &mut [u64], acc: &[u64], a: usize, n: usize) {
     for (d, p) in diff.chunks_exact_mut(n).zip(acc.chunks_exact(n)) {
         multiply_by_monomial_unchecked(d, p, a);
@@ -195,6 +225,7 @@ fn rotate_difference(diff: &mut [u64], acc: &[u64], a: usize, n: usize) {
 
 /// Decomposes the `k + 1` polynomials of `diff` (or of any GLWE) into `digits`, row order of the GGSW layout:
 /// digit polynomial `(level j, polynomial r)` at `(j (k + 1) + r) N`.
+#[inline(always)]
 fn decompose_difference(
     diff: &[u64],
     digits: &mut [i64],
@@ -249,6 +280,7 @@ impl<'a> Rotation<'a> {
     }
 
     /// The digits of `X^a ACC - ACC` into `digits` (`rows` polynomials, GGSW row order).
+    #[inline(always)]
     fn decompose_step(&mut self, a: usize, digits: &mut [i64]) {
         rotate_difference(&mut self.diff, &self.acc, a, self.n);
         decompose_difference(
@@ -299,6 +331,7 @@ fn external_product_exact(out: &mut [u64], digits: &[u64], ggsw: &[u64], n: usiz
 
 /// `out += digits ⊡ ggsw` through the FFT: `digits_f` are the digit polynomials' transforms (GGSW
 /// row order, level 1 first), `ggsw` a GGSW in the Fourier layout of [`FourierBootstrapKey`].
+#[inline(always)]
 fn external_product_fft(
     out: &mut [u64],
     digits_f: &[Complex64],
@@ -338,6 +371,7 @@ impl FftBuffers {
     }
 
     /// The transforms of the digit polynomials `digits` into `digits_f`.
+    #[inline(always)]
     fn forward_digits(&mut self, fft: &NegacyclicFft, digits: &[i64], digits_f: &mut [Complex64]) {
         let n = fft.polynomial_size().0;
         for (d, f) in digits.chunks_exact(n).zip(digits_f.chunks_exact_mut(n / 2)) {
@@ -373,6 +407,7 @@ pub(crate) fn blind_rotate_exact(
 }
 
 /// The FFT blind rotation, returning the accumulator words.
+#[inline(always)]
 pub(crate) fn blind_rotate_fft(
     params: &Parameters,
     fourier: &FourierBootstrapKey,
@@ -451,5 +486,47 @@ impl Bootstrapper for Cpu {
             .par_iter()
             .map(|c| self.keyswitch_bootstrap(c, lut))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::{GroupingFactor, ModulusSwitchType, ParameterSpec};
+    use crate::{ClientKey, Csprng, LweDimension, PARAM_TEST_INSECURE};
+
+    /// The FFT blind rotations (classic, and multi-bit with g = 3) give the same words at
+    /// every vector-instruction level the processor has (keys and inputs from fixed seeds).
+    #[test]
+    fn blind_rotations_do_not_depend_on_the_vector_level() {
+        let multi_bit = Parameters::new_multi_bit(
+            ParameterSpec {
+                lwe_dimension: LweDimension(252),
+                modulus_switch: ModulusSwitchType::Standard,
+                ..*PARAM_TEST_INSECURE.spec()
+            },
+            GroupingFactor(3),
+        )
+        .unwrap();
+        for (params, seed) in [(PARAM_TEST_INSECURE, 11u8), (multi_bit, 12)] {
+            let mut rng = Csprng::from_seed([seed; 32]);
+            let client = ClientKey::generate(params, &mut rng);
+            let keys = EvaluationKeys::generate(&client, &mut rng);
+            let cpu = Cpu::new(keys, BlindRotationMode::Fft).unwrap();
+            let lut = LookupTable::new(&params, |m| (3 * m + 1) % 16).unwrap();
+            for m in [0, 5, 15] {
+                let ct = client.encrypt_small(m, &mut rng).unwrap();
+                let rotation = BlindRotation {
+                    cpu: &cpu,
+                    words: ct.as_slice(),
+                    lut: lut.polynomial(),
+                    log2_2n: log2_2n(params.polynomial_size()).unwrap(),
+                };
+                let outputs = crate::simd::at_every_level(&rotation);
+                for other in &outputs[1..] {
+                    assert!(other == &outputs[0], "a level differs from the baseline");
+                }
+            }
+        }
     }
 }

@@ -11,6 +11,7 @@ use crate::polynomial::multiply_by_monomial_unchecked;
 
 /// `bundle = sum_t X^{degrees[t]} group[t]`, polynomial by polynomial, exactly (`group` holds
 /// the `2^g` GGSWs of one group, `degrees[0] = 0`).
+#[inline(always)]
 pub(crate) fn key_bundle(
     bundle: &mut [u64],
     group: &[u64],
@@ -33,6 +34,7 @@ pub(crate) fn key_bundle(
 /// The multi-bit blind rotation of the LWE ciphertext `words` (mask then body, `n + 1` words,
 /// checked by the caller), returning the accumulator words. With `fft`, each bundle is
 /// transformed and the products are f64 FFT products; without, they are exact.
+#[inline(always)]
 pub(crate) fn blind_rotate(
     params: &Parameters,
     key: &MultiBitBootstrapKey,
