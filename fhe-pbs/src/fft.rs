@@ -140,6 +140,7 @@ impl NegacyclicFft {
     }
 
     /// Forward transform of a torus polynomial (coefficients read as `i64`).
+    #[inline(always)]
     pub(crate) fn forward_u64(
         &self,
         input: &[u64],
@@ -356,6 +357,7 @@ impl FourierBootstrapKey {
 
 /// One standard-domain GGSW (`level_polys` polynomials a level, least significant level first)
 /// into `out` in the Fourier layout of [`FourierBootstrapKey`] (most significant level first).
+#[inline(always)]
 pub(crate) fn ggsw_to_fourier(
     fft: &NegacyclicFft,
     ggsw: &[u64],

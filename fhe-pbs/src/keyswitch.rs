@@ -19,6 +19,7 @@ use crate::lwe::{LweCiphertext, dot, encrypt_lwe_unchecked};
 use crate::params::{DecompositionParams, LweDimension, NoiseDistribution};
 use crate::polynomial::{check_len, checked_size};
 use crate::rng::Csprng;
+use crate::simd::{Vectorized, prefetch, vectorized};
 
 /// A key-switching key (see the module docs for its layout). `Debug` shows the dimensions,
 /// not the (large) contents.
@@ -217,28 +218,74 @@ pub fn keyswitch(ksk: &KeyswitchKey, input: &LweCiphertext) -> Result<LweCiphert
         ksk.input_dimension.0,
         input.dimension().0,
     )?;
-    let width = ksk.output_dimension.0 + 1;
-    let levels = ksk.decomposition.level_count().0;
-    let mut out = vec![0u64; width];
-    out[width - 1] = input.body();
-    let mut digits = vec![0i64; levels];
-    let decomposer = Decomposer::new(ksk.decomposition);
-    for (&a, block) in input
-        .mask()
-        .iter()
-        .zip(ksk.data.chunks_exact(levels * width))
-    {
-        decomposer.decompose(a, &mut digits);
-        // Digits come most significant first; the key's rows, least significant first.
-        for (&d, row) in digits.iter().rev().zip(block.chunks_exact(width)) {
-            if d == 0 {
-                continue;
-            }
-            let d = d as u64;
-            for (o, &k) in out.iter_mut().zip(row) {
-                *o = o.wrapping_sub(d.wrapping_mul(k));
+    Ok(LweCiphertext::from_vec_unchecked(vectorized(KeySwitch {
+        ksk,
+        input,
+    })))
+}
+
+/// Output words per chunk of the key switch's row updates: each chunk first asks for the
+/// same range of the next input coefficient's rows ([`prefetch`]). (Measured on a 2-core AMD
+/// EPYC VM, one key switch of `PARAM_MESSAGE_2_CARRY_2`: 3.32 ms before; 3.6-3.9 ms with the
+/// prefetch alone; 1.83-1.89 ms with it and the loop vectorized.)
+const ROW_CHUNK: usize = 64;
+
+/// One key switch (checked arguments), run through [`vectorized`].
+struct KeySwitch<'a> {
+    ksk: &'a KeyswitchKey,
+    input: &'a LweCiphertext,
+}
+
+impl Vectorized for KeySwitch<'_> {
+    type Output = Vec<u64>;
+
+    #[inline(always)]
+    fn run(self) -> Vec<u64> {
+        let Self { ksk, input } = self;
+        let width = ksk.output_dimension.0 + 1;
+        let levels = ksk.decomposition.level_count().0;
+        let mut out = vec![0u64; width];
+        out[width - 1] = input.body();
+        let mut digits = vec![0i64; levels];
+        let decomposer = Decomposer::new(ksk.decomposition);
+        let block_len = levels * width;
+        for (i, (&a, block)) in input
+            .mask()
+            .iter()
+            .zip(ksk.data.chunks_exact(block_len))
+            .enumerate()
+        {
+            let next = ksk
+                .data
+                .get((i + 1) * block_len..(i + 2) * block_len)
+                .unwrap_or(&[]);
+            decomposer.decompose(a, &mut digits);
+            // Digits come most significant first; the key's rows, least significant first.
+            for (j, (&d, row)) in digits
+                .iter()
+                .rev()
+                .zip(block.chunks_exact(width))
+                .enumerate()
+            {
+                let mut ahead = next
+                    .get(j * width..(j + 1) * width)
+                    .unwrap_or(&[])
+                    .chunks(ROW_CHUNK);
+                if d == 0 {
+                    ahead.for_each(prefetch);
+                    continue;
+                }
+                let d = d as u64;
+                for (o, k) in out.chunks_mut(ROW_CHUNK).zip(row.chunks(ROW_CHUNK)) {
+                    if let Some(upcoming) = ahead.next() {
+                        prefetch(upcoming);
+                    }
+                    for (o, &k) in o.iter_mut().zip(k) {
+                        *o = o.wrapping_sub(d.wrapping_mul(k));
+                    }
+                }
             }
         }
+        out
     }
-    Ok(LweCiphertext::from_vec_unchecked(out))
 }

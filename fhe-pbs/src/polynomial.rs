@@ -24,6 +24,19 @@ pub fn multiply_by_monomial(out: &mut [u64], input: &[u64], k: usize) -> Result<
 /// [`multiply_by_monomial`] without the length check (lengths must be equal).
 #[inline(always)]
 pub(crate) fn multiply_by_monomial_unchecked(out: &mut [u64], input: &[u64], k: usize) {
+    monomial_terms(out, input, k, |o, term| *o = term);
+}
+
+/// `out += X^k input` in `Z_{2^64}[X] / (X^N + 1)` (lengths must be equal).
+#[inline(always)]
+pub(crate) fn add_monomial_product_unchecked(out: &mut [u64], input: &[u64], k: usize) {
+    monomial_terms(out, input, k, |o, term| *o = o.wrapping_add(term));
+}
+
+/// Calls `combine(&mut out[j], t_j)` for every coefficient `t_j` of `X^k input` (lengths must be
+/// equal).
+#[inline(always)]
+fn monomial_terms(out: &mut [u64], input: &[u64], k: usize, combine: impl Fn(&mut u64, u64)) {
     let n = input.len();
     if n == 0 {
         return;
@@ -34,10 +47,10 @@ pub(crate) fn multiply_by_monomial_unchecked(out: &mut [u64], input: &[u64], k: 
     let (low, high) = out.split_at_mut(shift);
     let (wrapped, kept) = input.split_at(n - shift);
     for (o, &c) in high.iter_mut().zip(wrapped) {
-        *o = if negate { c.wrapping_neg() } else { c };
+        combine(o, if negate { c.wrapping_neg() } else { c });
     }
     for (o, &c) in low.iter_mut().zip(kept) {
-        *o = if negate { c } else { c.wrapping_neg() };
+        combine(o, if negate { c } else { c.wrapping_neg() });
     }
 }
 
@@ -243,6 +256,13 @@ mod tests {
             let mut got = vec![0; n];
             multiply_by_monomial(&mut got, &a, k).unwrap();
             assert_eq!(got, expected, "k = {k}");
+            // The same product added to a polynomial with wrapping coefficients.
+            let base: Vec<u64> = (0..n as u64).map(|i| u64::MAX - 3 * i).collect();
+            let mut sum = base.clone();
+            add_monomial_product_unchecked(&mut sum, &a, k);
+            for ((s, b), e) in sum.iter().zip(&base).zip(&expected) {
+                assert_eq!(*s, b.wrapping_add(*e), "k = {k}");
+            }
         }
     }
 

@@ -19,7 +19,7 @@ use crate::lwe::LweCiphertext;
 use crate::modswitch::{log2_2n, switch_lwe_unchecked};
 use crate::params::Parameters;
 use crate::polynomial::{ExactMultiplier, check_len, multiply_by_monomial_unchecked};
-use crate::simd::{Vectorized, vectorized};
+use crate::simd::{Vectorized, prefetch, vectorized};
 
 /// How the CPU engine computes the external products of the blind rotation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -295,6 +295,7 @@ impl<'a> Rotation<'a> {
     }
 
     /// The digits of `ACC` itself into `digits` (`rows` polynomials, GGSW row order).
+    #[inline(always)]
     fn decompose_accumulator(&mut self, digits: &mut [i64]) {
         decompose_difference(
             &self.acc,
@@ -329,13 +330,21 @@ fn external_product_exact(out: &mut [u64], digits: &[u64], ggsw: &[u64], n: usiz
     );
 }
 
+/// Complex values per chunk of the pointwise products: each chunk first asks for the same
+/// range of the next GGSW ([`prefetch`]), so that the key streams in one CMux ahead of its use.
+/// (Measured on a 2-core AMD EPYC VM, one classic PBS, alternated: 20.0-20.9 ms without,
+/// 16.9-17.3 ms with; the whole next GGSW asked for at the start of each CMux gained 2-3%.)
+const PRODUCT_CHUNK: usize = 32;
+
 /// `out += digits ⊡ ggsw` through the FFT: `digits_f` are the digit polynomials' transforms (GGSW
-/// row order, level 1 first), `ggsw` a GGSW in the Fourier layout of [`FourierBootstrapKey`].
+/// row order, level 1 first), `ggsw` a GGSW in the Fourier layout of [`FourierBootstrapKey`],
+/// `next` the GGSW of the next CMux (prefetched as the products go; empty for none).
 #[inline(always)]
 fn external_product_fft(
     out: &mut [u64],
     digits_f: &[Complex64],
     ggsw: &[Complex64],
+    next: &[Complex64],
     fft: &NegacyclicFft,
     buffers: &mut FftBuffers,
 ) {
@@ -345,9 +354,20 @@ fn external_product_fft(
     for (c, out) in out.chunks_exact_mut(n).enumerate() {
         buffers.out_f.fill(Complex64::default());
         for (row, d) in digits_f.chunks_exact(half).enumerate() {
-            let key = &ggsw[(row * k1 + c) * half..(row * k1 + c + 1) * half];
-            for ((o, x), y) in buffers.out_f.iter_mut().zip(d).zip(key) {
-                *o += x * y;
+            let at = (row * k1 + c) * half;
+            let key = &ggsw[at..at + half];
+            let mut ahead = next.get(at..at + half).unwrap_or(&[]).chunks(PRODUCT_CHUNK);
+            let chunks = buffers.out_f.chunks_mut(PRODUCT_CHUNK);
+            for ((o, x), y) in chunks
+                .zip(d.chunks(PRODUCT_CHUNK))
+                .zip(key.chunks(PRODUCT_CHUNK))
+            {
+                if let Some(upcoming) = ahead.next() {
+                    prefetch(upcoming);
+                }
+                for ((o, x), y) in o.iter_mut().zip(x).zip(y) {
+                    *o += x * y;
+                }
             }
         }
         fft.backward_add(&mut buffers.out_f, out, &mut buffers.scratch);
@@ -430,6 +450,7 @@ pub(crate) fn blind_rotate_fft(
             &mut rotation.acc,
             &digits_f,
             fourier.ggsw(i),
+            fourier.ggsw(i + 1),
             fft,
             &mut buffers,
         );

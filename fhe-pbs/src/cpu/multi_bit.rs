@@ -7,26 +7,19 @@ use crate::fft::{NegacyclicFft, ggsw_to_fourier};
 use crate::modswitch::{modulus_switch_unchecked, multi_bit_degrees_unchecked};
 use crate::multi_bit_key::MultiBitBootstrapKey;
 use crate::params::Parameters;
-use crate::polynomial::multiply_by_monomial_unchecked;
+use crate::polynomial::add_monomial_product_unchecked;
 
 /// `bundle = sum_t X^{degrees[t]} group[t]`, polynomial by polynomial, exactly (`group` holds
-/// the `2^g` GGSWs of one group, `degrees[0] = 0`).
+/// the `2^g` GGSWs of one group, `degrees[0] = 0`). (A prefetch of the next group's GGSWs as the
+/// sums go, as the classic rotation does for its next GGSW, made one multi-bit PBS slower on a
+/// 2-core AMD EPYC VM: 25.0-25.9 against 23.1-23.9 ms; a group is 1 MB at g = 4.)
 #[inline(always)]
-pub(crate) fn key_bundle(
-    bundle: &mut [u64],
-    group: &[u64],
-    degrees: &[usize],
-    rotated: &mut [u64],
-    n: usize,
-) {
+pub(crate) fn key_bundle(bundle: &mut [u64], group: &[u64], degrees: &[usize], n: usize) {
     let ggsw_len = bundle.len();
     bundle.copy_from_slice(&group[..ggsw_len]);
     for (ggsw, &degree) in group.chunks_exact(ggsw_len).zip(degrees).skip(1) {
         for (out, poly) in bundle.chunks_exact_mut(n).zip(ggsw.chunks_exact(n)) {
-            multiply_by_monomial_unchecked(rotated, poly, degree);
-            for (o, &r) in out.iter_mut().zip(rotated.iter()) {
-                *o = o.wrapping_add(r);
-            }
+            add_monomial_product_unchecked(out, poly, degree);
         }
     }
 }
@@ -55,7 +48,6 @@ pub(crate) fn blind_rotate(
     let ggsw_len = key.ggsw_len();
     let mut degrees = vec![0usize; key.grouping_factor().ggsw_per_group()];
     let mut bundle = vec![0u64; ggsw_len];
-    let mut rotated = vec![0u64; n];
     let mut signed_digits = vec![0i64; rows * n];
     let mut next = vec![0u64; k1 * n];
     let mut exact_digits = vec![0u64; rows * n];
@@ -69,7 +61,7 @@ pub(crate) fn blind_rotate(
     let groups = key.as_slice().chunks_exact(degrees.len() * ggsw_len);
     for (group_mask, group) in mask.chunks_exact(g).zip(groups) {
         multi_bit_degrees_unchecked(group_mask, log2_2n, &mut degrees);
-        key_bundle(&mut bundle, group, &degrees, &mut rotated, n);
+        key_bundle(&mut bundle, group, &degrees, n);
         rotation.decompose_accumulator(&mut signed_digits);
         next.fill(0);
         match (fft, fourier.as_mut()) {
@@ -77,7 +69,7 @@ pub(crate) fn blind_rotate(
                 let level_polys = rows / levels * k1;
                 ggsw_to_fourier(fft, &bundle, bundle_f, level_polys, &mut buffers.scratch);
                 buffers.forward_digits(fft, &signed_digits, digits_f);
-                external_product_fft(&mut next, digits_f, bundle_f, fft, buffers);
+                external_product_fft(&mut next, digits_f, bundle_f, &[], fft, buffers);
             }
             _ => {
                 for (u, &d) in exact_digits.iter_mut().zip(&signed_digits) {
