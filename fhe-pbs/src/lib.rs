@@ -110,10 +110,12 @@
 //!   comes from the mask coefficients, whose errors (about `2^40` each) the phase sums over
 //!   the `kN / 2` ones of the key, and then over the `n` CMuxes.
 //!
-//! The crate is built for baseline x86-64; the blind rotation's own loops (the twist, the
-//! decomposition, the pointwise products, the rounding) run compiled for AVX-512 or AVX2 when
-//! the processor has them, chosen at run time. The results are the same bit for bit at every
-//! level (the same IEEE operations in the same order; a unit test compares them).
+//! The crate is built for baseline x86-64; the key switch's and the blind rotation's own loops
+//! (the twist, the decomposition, the pointwise products, the rounding) run compiled for
+//! AVX-512 or AVX2 when the processor has them, chosen at run time, and ask for the next key
+//! block while they work on the current one (a prefetch hint). The results are the same bit
+//! for bit at every level (the same IEEE operations in the same order; a unit test compares
+//! them).
 //!
 //! # Output noise of the bootstrap
 //!
