@@ -10,31 +10,70 @@
 
 #include "rescue_lanes.cuh"
 
-// a b in F_p[t] / (t^3 - t - 1): t^3 = t + 1 and t^4 = t^2 + t fold the high products down.
-__device__ __forceinline__ void cubic_mul(const u64* a, const u64* b, u64* out) {
-    const u64 degree3 = gl_add(gl_mul(a[1], b[2]), gl_mul(a[2], b[1]));
-    const u64 degree4 = gl_mul(a[2], b[2]);
-    const u64 c0 = gl_add(gl_mul(a[0], b[0]), degree3);
-    const u64 c1 = gl_add(gl_add(gl_mul(a[0], b[1]), gl_mul(a[1], b[0])), gl_add(degree3, degree4));
-    const u64 c2 = gl_add(gl_add(gl_mul(a[0], b[2]), gl_mul(a[1], b[1])), gl_add(gl_mul(a[2], b[0]), degree4));
-    out[0] = c0;
-    out[1] = c1;
-    out[2] = c2;
+// The extension's products sum the base field's products before reducing: each of the three
+// coefficients of a product or square is one Montgomery reduction of a sum of at most five
+// exact 128-bit products (wide_reduce), instead of one reduction per product and a modular
+// addition per sum (cubic x^7: 585 instructions instead of 861, NVRTC 12.9, sm_90).
+
+// A sum of at most five products of canonical values (below 5 p^2 < 2^131), in three words.
+struct WideSum {
+    u64 lo, hi;
+    u32 top;
+};
+
+// a b, exact.
+__device__ __forceinline__ WideSum wide_product(u64 a, u64 b) {
+    const u128 product = (u128)a * b;
+    return {(u64)product, (u64)(product >> 64), 0};
 }
 
-// a^2 in the cubic extension (cubic_mul with the symmetric products once).
+// x + y.
+__device__ __forceinline__ WideSum wide_add(WideSum x, WideSum y) {
+    WideSum s;
+    asm("add.cc.u64 %0, %3, %6;\n\taddc.cc.u64 %1, %4, %7;\n\taddc.u32 %2, %5, %8;"
+        : "=l"(s.lo), "=l"(s.hi), "=r"(s.top)
+        : "l"(x.lo), "l"(x.hi), "r"(x.top), "l"(y.lo), "l"(y.hi), "r"(y.top));
+    return s;
+}
+
+// The Montgomery reduction of a wide sum s: s / 2^64 mod p, canonical. With
+// s = lo + 2^64 h0 + 2^96 h1 + 2^128 t (h = h0 + 2^32 h1), 2^64 = 2^32 - 1, 2^96 = -1 and
+// 2^128 = -2^32 mod p give v = lo + 2^32 h0 + 8p - h0 - h1 - 2^32 t = s mod p, where 8p
+// covers the subtrahend (below 2^35) and v < 2^68, so v's top word is 0 as mont_reduce needs.
+// merkle/src/field.rs checks these steps (gpu_wide_sum_reduction_is_exact).
+__device__ __forceinline__ u64 wide_reduce(WideSum s) {
+    const u64 h0 = (u32)s.hi, h1 = s.hi >> 32;
+    const u128 v = (u128)s.lo + (h0 << 32) + 8 * (u128)MODULUS - (h0 + h1 + ((u64)s.top << 32));
+    return mont_reduce((u32)v, (u32)(v >> 32), (u32)(v >> 64), 1);
+}
+
+// a b in F_p[t] / (t^3 - t - 1): t^3 = t + 1 and t^4 = t^2 + t fold the high products down.
+__device__ __forceinline__ void cubic_mul(const u64* a, const u64* b, u64* out) {
+    const WideSum degree3 = wide_add(wide_product(a[1], b[2]), wide_product(a[2], b[1]));
+    const WideSum degree4 = wide_product(a[2], b[2]);
+    const WideSum c0 = wide_add(wide_product(a[0], b[0]), degree3);
+    const WideSum c1 = wide_add(wide_add(wide_product(a[0], b[1]), wide_product(a[1], b[0])),
+                                wide_add(degree3, degree4));
+    const WideSum c2 = wide_add(wide_add(wide_product(a[0], b[2]), wide_product(a[1], b[1])),
+                                wide_add(wide_product(a[2], b[0]), degree4));
+    out[0] = wide_reduce(c0);
+    out[1] = wide_reduce(c1);
+    out[2] = wide_reduce(c2);
+}
+
+// a^2 in the cubic extension (cubic_mul with the symmetric products once, doubled).
 __device__ __forceinline__ void cubic_square(const u64* a, u64* out) {
-    const u64 a12 = gl_mul(a[1], a[2]);
-    const u64 degree3 = gl_add(a12, a12);
-    const u64 degree4 = gl_sqr(a[2]);
-    const u64 a01 = gl_mul(a[0], a[1]);
-    const u64 a02 = gl_mul(a[0], a[2]);
-    const u64 c0 = gl_add(gl_sqr(a[0]), degree3);
-    const u64 c1 = gl_add(gl_add(a01, a01), gl_add(degree3, degree4));
-    const u64 c2 = gl_add(gl_add(a02, a02), gl_add(gl_sqr(a[1]), degree4));
-    out[0] = c0;
-    out[1] = c1;
-    out[2] = c2;
+    const WideSum a12 = wide_product(a[1], a[2]);
+    const WideSum degree3 = wide_add(a12, a12);
+    const WideSum degree4 = wide_product(a[2], a[2]);
+    const WideSum a01 = wide_product(a[0], a[1]);
+    const WideSum a02 = wide_product(a[0], a[2]);
+    const WideSum c0 = wide_add(wide_product(a[0], a[0]), degree3);
+    const WideSum c1 = wide_add(wide_add(a01, a01), wide_add(degree3, degree4));
+    const WideSum c2 = wide_add(wide_add(a02, a02), wide_add(wide_product(a[1], a[1]), degree4));
+    out[0] = wide_reduce(c0);
+    out[1] = wide_reduce(c1);
+    out[2] = wide_reduce(c2);
 }
 
 // out = a^7 = (a^2 a)^2 a in the cubic extension.

@@ -273,23 +273,26 @@ mod tests {
     /// merkle/cuda/merkle.cu), step by step as its adds and carries run: it must equal
     /// [`mont_reduce`] up to p and be canonical, for products of canonical values (the kernels'
     /// precondition), including low halves that are zero or make `m1 + c` wrap.
+    /// The GPU's Montgomery reduction (`mont_reduce` in merkle/cuda/goldilocks.cuh), step by
+    /// step on the 32-bit words of `x`.
+    fn gpu_words(x: u128) -> u64 {
+        let word = |k: u32| (x >> (32 * k)) as u32;
+        let (w0, w1, w2, w3) = (word(0), word(1), word(2), word(3));
+        let w3p = w3
+            .checked_add(1)
+            .expect("w3 < 2^32 - 1: the kernels' precondition");
+        let (m1, c) = w1.overflowing_add(w0);
+        let u = m1 + u32::from(c); // never wraps: m1 <= 2^32 - 2 when c is set
+        let low = u64::from(w2) + u64::from(w1) + u64::from(c);
+        let (lo, k) = (low as u32, (low >> 32) as u32);
+        let high = u64::from(w3p) + u64::from(!u) + u64::from(k);
+        let (hi, not_negative) = (high as u32, (high >> 32) as u32);
+        let negative_mask = not_negative.wrapping_sub(1);
+        ((u64::from(hi) << 32) | u64::from(lo)).wrapping_sub(u64::from(negative_mask))
+    }
+
     #[test]
     fn gpu_word_reduction_matches_mont_reduce() {
-        fn gpu_words(x: u128) -> u64 {
-            let word = |k: u32| (x >> (32 * k)) as u32;
-            let (w0, w1, w2, w3) = (word(0), word(1), word(2), word(3));
-            let w3p = w3
-                .checked_add(1)
-                .expect("w3 < 2^32 - 1: the kernels' precondition");
-            let (m1, c) = w1.overflowing_add(w0);
-            let u = m1 + u32::from(c); // never wraps: m1 <= 2^32 - 2 when c is set
-            let low = u64::from(w2) + u64::from(w1) + u64::from(c);
-            let (lo, k) = (low as u32, (low >> 32) as u32);
-            let high = u64::from(w3p) + u64::from(!u) + u64::from(k);
-            let (hi, not_negative) = (high as u32, (high >> 32) as u32);
-            let negative_mask = not_negative.wrapping_sub(1);
-            ((u64::from(hi) << 32) | u64::from(lo)).wrapping_sub(u64::from(negative_mask))
-        }
         let factors = [
             0,
             1,
@@ -317,6 +320,65 @@ mod tests {
         let largest = u128::from(MODULUS - 1).pow(2);
         for x in [1u128 << 64, u128::from(MODULUS - 2) << 64, largest] {
             assert_eq!(gpu_words(x), canonical(mont_reduce(x)), "{x}");
+        }
+    }
+
+    /// Rpx256's reduction of a sum of up to five products of canonical values (`wide_reduce`
+    /// in merkle/cuda/rpx.cu), step by step: the sum's three words folded to a value below
+    /// 2^68 congruent to it, then the Montgomery reduction, must give the canonical `s / 2^64 mod
+    /// p` for sums at the edges (zero, the largest five products, doubled cross products) and
+    /// for random ones.
+    #[test]
+    fn gpu_wide_sum_reduction_is_exact() {
+        fn gpu_wide_reduce(s: (u64, u64, u32)) -> u64 {
+            let (lo, hi, top) = s;
+            let (h0, h1) = (hi & 0xffff_ffff, hi >> 32);
+            let v = u128::from(lo) + (u128::from(h0) << 32) + 8 * u128::from(MODULUS)
+                - (u128::from(h0) + u128::from(h1) + (u128::from(top) << 32));
+            assert!(v < 1 << 68, "v's top word is zero");
+            gpu_words(v)
+        }
+        let check = |products: &[(u64, u64)]| {
+            let mut sum = [0u64; 3]; // lo, hi, top
+            let mut exact = 0u128;
+            for &(a, b) in products {
+                let p = u128::from(a) * u128::from(b);
+                exact = (exact + p % u128::from(MODULUS)) % u128::from(MODULUS);
+                let (lo, c0) = sum[0].overflowing_add(p as u64);
+                let (hi, c1) = sum[1].overflowing_add((p >> 64) as u64);
+                let (hi, c2) = hi.overflowing_add(u64::from(c0));
+                sum = [lo, hi, sum[2] + u64::from(c1) + u64::from(c2)];
+            }
+            let top = u32::try_from(sum[2]).expect("at most five products");
+            let got = gpu_wide_reduce((sum[0], sum[1], top));
+            // s / 2^64 mod p: the exact remainder times 2^-64 (2^64 = EPSILON mod p).
+            let expected = canonical(mont_reduce(exact));
+            assert_eq!(got, expected, "{products:?}");
+            assert!(got < MODULUS);
+        };
+        let top = MODULUS - 1;
+        check(&[]);
+        check(&[(0, 0)]);
+        check(&[(top, top); 5]);
+        check(&[(top, top), (top, top), (top, top), (top, top), (1, 1)]);
+        check(&[
+            (top, top),
+            (top, top),
+            (top, 2),
+            (1 << 63, 1 << 63),
+            (EPSILON, EPSILON),
+        ]);
+        check(&[(1 << 32, 1 << 32), (EPSILON, 1 << 32), (MODULUS - 2, 3)]);
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            canonical(seed ^ (seed >> 29))
+        };
+        for count in 1..=5 {
+            for _ in 0..2_000 {
+                let products: Vec<(u64, u64)> = (0..count).map(|_| (next(), next())).collect();
+                check(&products);
+            }
         }
     }
 
