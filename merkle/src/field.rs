@@ -269,10 +269,6 @@ mod tests {
         }
     }
 
-    /// The word-level Montgomery reduction of the GPU kernels (`mont_reduce` in
-    /// merkle/cuda/merkle.cu), step by step as its adds and carries run: it must equal
-    /// [`mont_reduce`] up to p and be canonical, for products of canonical values (the kernels'
-    /// precondition), including low halves that are zero or make `m1 + c` wrap.
     /// The GPU's Montgomery reduction (`mont_reduce` in merkle/cuda/goldilocks.cuh), step by
     /// step on the 32-bit words of `x`.
     fn gpu_words(x: u128) -> u64 {
@@ -291,6 +287,9 @@ mod tests {
         ((u64::from(hi) << 32) | u64::from(lo)).wrapping_sub(u64::from(negative_mask))
     }
 
+    /// The word-level Montgomery reduction of the GPU kernels ([`gpu_words`]) must equal
+    /// [`mont_reduce`] up to p and be canonical, for products of canonical values (the kernels'
+    /// precondition), including low halves that are zero or make `m1 + c` wrap.
     #[test]
     fn gpu_word_reduction_matches_mont_reduce() {
         let factors = [
@@ -326,8 +325,8 @@ mod tests {
     /// Rpx256's reduction of a sum of up to five products of canonical values (`wide_reduce`
     /// in merkle/cuda/rpx.cu), step by step: the sum's three words folded to a value below
     /// 2^68 congruent to it, then the Montgomery reduction, must give the canonical `s / 2^64 mod
-    /// p` for sums at the edges (zero, the largest five products, doubled cross products) and
-    /// for random ones.
+    /// p` for sums at the edges (zero, five of the largest product, repeated products as in the
+    /// squares' doubled cross products) and for random ones.
     #[test]
     fn gpu_wide_sum_reduction_is_exact() {
         fn gpu_wide_reduce(s: (u64, u64, u32)) -> u64 {
