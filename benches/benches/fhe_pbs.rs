@@ -5,7 +5,8 @@
 //! Ids are `<op>/<backend>` for one ciphertext (latency, host to host: upload, kernels,
 //! download) with op `ks`, `pbs`, `ks-pbs` and backend `cpu`, `cuda-low-latency`,
 //! `cuda-amortized`; and `ks-pbs-batch/<backend>/<size>` for batches of 1 to 16,384
-//! ciphertexts (GPU; the CPU up to 256), throughput in ciphertexts; and
+//! ciphertexts (the amortized engine; the low-latency one, which `Engine::Auto` picks, up to
+//! 4,096; the CPU up to 256), host to host, throughput in ciphertexts; and
 //! `ks-pbs/cuda-low-latency-standard-switch`, the set run with the plain rounding modulus
 //! switch instead of its centered-mean one (what the latter costs); and backends
 //! `cpu-multi-bit-g4` and `cuda-multi-bit-g4`, tfhe-rs's
@@ -128,7 +129,7 @@ fn cuda(c: &mut Criterion, keys: &EvaluationKeys, client: &ClientKey, inputs: &[
     };
     let low_latency = amortized.with_engine(Engine::LowLatency);
     let max = BATCHES[BATCHES.len() - 1];
-    bench_backend(c, "cuda-low-latency", &low_latency, client, inputs, 16);
+    bench_backend(c, "cuda-low-latency", &low_latency, client, inputs, 4096);
     bench_backend(c, "cuda-amortized", &amortized, client, inputs, max);
     bench_device_resident(
         c,
