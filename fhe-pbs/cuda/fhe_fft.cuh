@@ -496,7 +496,8 @@ __device__ __forceinline__ double digit_to_double(i64 digit) {
 // V = round(hi / 2^S) mod 2^B, and its balanced digit is sext_B(V - 1) + 1 =
 // ((int)(hi - 2^(S - 1)) >> S) + 1, the + 1 being folded into the subtraction of the
 // conversion, except on the tie V = 2^(B - 1) reached by rounding up (the top B + 1 bits of hi,
-// value and rounding bit, are 2^B - 1), which tfhe-rs balances to -2^(B - 1).
+// value and rounding bit, are 2^B - 1: hi >= 2^31 - 2^(S - 1) as an int, one compare), which
+// tfhe-rs balances to -2^(B - 1).
 // fhe_pbs_decompose runs this path, so the GPU tests check it against decomposition.rs.
 template <u32 B>
 __device__ __forceinline__ double single_level_digit(u64 x) {
@@ -504,7 +505,7 @@ __device__ __forceinline__ double single_level_digit(u64 x) {
     constexpr u32 S = 32 - B;
     const u32 hi = (u32)(x >> 32);
     u32 below = (u32)((int)(hi - (1u << (S - 1))) >> S);  // the digit minus 1
-    if ((hi >> (S - 1)) == (1u << B) - 1) below -= 1u << B;
+    if ((int)hi >= (int)(0x80000000u - (1u << (S - 1)))) below -= 1u << B;
     return int_to_double_minus((int)below, 0x1.8p52 - 1.0);
 }
 
@@ -581,8 +582,16 @@ __device__ __forceinline__ void decompose_first_pass(const u64 *acc, u32 a, doub
             const u64 own_lo = own != nullptr ? own->lo[e] : p[j];
             const u64 own_hi = own != nullptr ? own->hi[e] : p[j + M];
             const double2 w = own != nullptr ? twist_step(e) : __ldg(twist + j);
-            const u64 diff_lo = ROTATE ? rotated(p, a, j, N_POLY) - own_lo : own_lo;
-            const u64 diff_hi = ROTATE ? rotated(p, a, j + M, N_POLY) - own_hi : own_hi;
+            u64 diff_lo = own_lo, diff_hi = own_hi;
+            // The cluster kernel's tasks (own) step j by constants: rotated_minus; the other
+            // kernels' tasks compile to fewer instructions with rotated.
+            if (ROTATE && own != nullptr) {
+                diff_lo = rotated_minus(p, rotation_key(a, N_POLY) + j, own_lo, N_POLY);
+                diff_hi = rotated_minus(p, rotation_key(a, N_POLY) + j + M, own_hi, N_POLY);
+            } else if (ROTATE) {
+                diff_lo = rotated(p, a, j, N_POLY) - own_lo;
+                diff_hi = rotated(p, a, j + M, N_POLY) - own_hi;
+            }
             if constexpr (LEVELS == 1 && B <= 31) {
                 const double2 digits =
                     make_double2(single_level_digit<B>(diff_lo), single_level_digit<B>(diff_hi));

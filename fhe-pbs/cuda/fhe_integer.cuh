@@ -76,6 +76,22 @@ __device__ __forceinline__ u64 rotated(const u64 *p, u32 a, u32 t, u32 n_poly) {
     return negate ? 0ull - v : v;
 }
 
+// rotated(p, a, t, n_poly) - q, for a caller that steps t by constants: it passes
+// key = rotation_key(a, n_poly) + t, one add per value. The index is key mod n_poly, and key's
+// top bit is set exactly when the value is negated (the index wrapped xor a >= n_poly); with m
+// all ones then and zero otherwise, (v ^ m) - q - m is -v - q or v - q, with no select.
+__device__ __forceinline__ u64 rotated_minus(const u64 *p, u32 key, u64 q, u32 n_poly) {
+    const u32 half = (u32)((int)key >> 31);
+    const u64 m = ((u64)half << 32) | half;
+    const u64 v = p[key & (n_poly - 1)];
+    return (v ^ m) - q - m;
+}
+
+// The key of rotated_minus for t = 0 and a < 2 n_poly: 2^31 when a >= n_poly, minus a mod n_poly.
+__device__ __forceinline__ u32 rotation_key(u32 a, u32 n_poly) {
+    return (a & n_poly) * (0x80000000u / n_poly) - (a & (n_poly - 1));
+}
+
 // The body of the LWE ciphertext `in` (n mask words, then the body) switched to
 // 2N = 2^log2_2n as modswitch.rs switches it: rounded, after the centered-mean correction
 // (tfhe-rs's lwe_ciphertext_centered_binary_modulus_switch) when `centered`. Every thread of
