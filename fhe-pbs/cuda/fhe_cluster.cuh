@@ -268,7 +268,7 @@ __device__ __forceinline__ void load_last_pass(const double2 *data, double2 (&x)
     constexpr int LOG_E = FHE_CLUSTER_LOG_E, P = LOG2M % LOG_E;
     const u32 base = task_base<LOG_E, P>(threadIdx.x);
 #pragma unroll
-    for (int e = 0; e < 8; e++) x[e] = data[task_slot<LOG_E, P>(base, slot<LOG_E>(base), e)];
+    for (int e = 0; e < 8; e++) x[e] = data[task_slot<LOG_E, P>(slot<LOG_E>(base), e)];
 }
 
 // Runs the forward FFT's last full pass on x (load_last_pass) and the P stages after it
@@ -295,7 +295,7 @@ __device__ __forceinline__ void inverse_first_stages(double2 (&x)[8], const Tw &
     fft_stages<LOG2M, LOG_E, LOG_E, P, true>(x, threadIdx.x & ((1u << P) - 1), tw);
     const u32 base = task_base<LOG_E, P>(threadIdx.x);
 #pragma unroll
-    for (int e = 0; e < 8; e++) data[task_slot<LOG_E, P>(base, slot<LOG_E>(base), e)] = x[e];
+    for (int e = 0; e < 8; e++) data[task_slot<LOG_E, P>(slot<LOG_E>(base), e)] = x[e];
 }
 
 // With MULTI_BIT, the multi-bit bootstrap: `iterations` external products ACC = BUNDLE ⊡ ACC

@@ -330,20 +330,21 @@ __device__ __forceinline__ u32 task_base(u32 u) {
     return ((u >> Q_LOG) << (Q_LOG + LOG_E)) + (u & ((1u << Q_LOG) - 1));
 }
 
-// slot(base + (e << Q_LOG)) for a task's base (task_base), given s = slot(base). For 8-value
-// tasks slot is linear over GF(2) and base's bits Q_LOG to Q_LOG + 2 are clear (so are s's,
-// from bit 3 on), so the slot is s ^ slot(e << Q_LOG), with a constant for each e; the
-// constant's bits that s has clear are added instead of xored, which a shared-memory access
-// takes as an immediate offset: no address arithmetic per value where the rest is 0.
+// slot(base + (e << Q_LOG)) for a task's base (task_base), given s = slot(base): s and a
+// constant for each e, since base has the bits of e << Q_LOG clear. For 8-value tasks slot is
+// linear over GF(2), so the slot is s ^ slot(e << Q_LOG); the constant's bits that s has clear
+// too (Q_LOG to Q_LOG + 2, from bit 3 on) are added instead of xored, which a shared-memory
+// access takes as an immediate offset. For 16-value tasks slot(x + y) = slot(x) + slot(y) for
+// x and y with no bit in common: the whole constant is an offset.
 template <int LOG_E, int Q_LOG>
-__device__ __forceinline__ u32 task_slot(u32 base, u32 s, int e) {
+__device__ __forceinline__ u32 task_slot(u32 s, int e) {
+    const u32 c = slot<LOG_E>((u32)e << Q_LOG);
     if constexpr (LOG_E == 3) {
         constexpr int LOW = Q_LOG > 3 ? Q_LOG : 3;
         constexpr u32 CLEAR = ((1u << (Q_LOG + 3)) - 1) & ~((1u << LOW) - 1);
-        const u32 c = slot<3>((u32)e << Q_LOG);
         return (s ^ (c & ~CLEAR)) + (c & CLEAR);
     } else {
-        return slot<LOG_E>(base + ((u32)e << Q_LOG));
+        return s + c;
     }
 }
 
@@ -383,7 +384,7 @@ __device__ __forceinline__ void fft_pass(double2 *data, const Tw &tw, u64 *acc,
         double2 *p = data + poly * PM;
         double2 x[E];
 #pragma unroll
-        for (int e = 0; e < E; e++) x[e] = p[task_slot<LOG_E, Q_LOG>(base, s, e)];
+        for (int e = 0; e < E; e++) x[e] = p[task_slot<LOG_E, Q_LOG>(s, e)];
         if constexpr (FUSE_ACC && LOG_E == 3) {
             if (own != nullptr) {  // the twist's own part (see OwnCoefficients)
 #pragma unroll
@@ -417,7 +418,7 @@ __device__ __forceinline__ void fft_pass(double2 *data, const Tw &tw, u64 *acc,
             }
         } else {
 #pragma unroll
-            for (int e = 0; e < E; e++) p[task_slot<LOG_E, Q_LOG>(base, s, e)] = x[e];
+            for (int e = 0; e < E; e++) p[task_slot<LOG_E, Q_LOG>(s, e)] = x[e];
         }
     }
 }
@@ -638,7 +639,7 @@ __device__ __forceinline__ void decompose_first_pass(const u64 *acc, u32 a, doub
         }
         double2 *out = dig + r * PM;
 #pragma unroll
-        for (int e = 0; e < E; e++) out[task_slot<LOG_E, Q_LOG>(u, slot<LOG_E>(u), e)] = x[e];
+        for (int e = 0; e < E; e++) out[task_slot<LOG_E, Q_LOG>(slot<LOG_E>(u), e)] = x[e];
     }
 }
 
