@@ -348,6 +348,14 @@ __device__ __forceinline__ u32 task_slot(u32 s, int e) {
     }
 }
 
+// Whether a pass covers one polynomial with one task per thread (the cluster kernel's blocks of
+// exactly THREADS threads): its loop over tasks then runs once, as the compiler is told. (The
+// amortized kernels, whose passes also run once per thread, took 78 and 104 more registers.)
+template <int POLYS, u32 TOTAL, int THREADS>
+__device__ __forceinline__ constexpr bool one_task() {
+    return POLYS == 1 && TOTAL == (u32)THREADS;
+}
+
 // How far a loop over `total` tasks of E values each, `threads` at a time, unrolls: fully
 // while it stays small (at most 16 values per thread in flight), else not at all, so that
 // large N or many polynomials neither spill nor bloat the code.
@@ -375,8 +383,9 @@ __device__ __forceinline__ void fft_pass(double2 *data, const Tw &tw, u64 *acc,
     constexpr u32 Q = 1u << Q_LOG;
     constexpr u32 TOTAL = (u32)POLYS << TASKS_LOG;
     constexpr int UNROLL = task_unroll(TOTAL, THREADS, E);
+    constexpr bool ONCE = one_task<POLYS, TOTAL, THREADS>();
 #pragma unroll UNROLL
-    for (u32 task = threadIdx.x; task < TOTAL; task += THREADS) {
+    for (u32 task = threadIdx.x; ONCE ? task == threadIdx.x : task < TOTAL; task += THREADS) {
         const u32 poly = task >> TASKS_LOG;
         const u32 u = task & ((1u << TASKS_LOG) - 1);
         const u32 j0 = u & (Q - 1);
@@ -588,8 +597,9 @@ __device__ __forceinline__ void decompose_first_pass(const u64 *acc, u32 a, doub
     constexpr u32 PM = polynomial_slots<LOG_E>(M);
     constexpr u32 TOTAL = (u32)POLYS << Q_LOG;
     constexpr int UNROLL = task_unroll(TOTAL, THREADS, E);
+    constexpr bool ONCE = one_task<POLYS, TOTAL, THREADS>();
 #pragma unroll UNROLL
-    for (u32 task = threadIdx.x; task < TOTAL; task += THREADS) {
+    for (u32 task = threadIdx.x; ONCE ? task == threadIdx.x : task < TOTAL; task += THREADS) {
         const u32 r = task >> Q_LOG;
         const u32 u = task & ((1u << Q_LOG) - 1);
         const u64 *p = acc + (u64)r * N_POLY;
