@@ -25,7 +25,7 @@ struct RpJive64_256 {
     static __device__ __forceinline__ void merge_split(const LevelMerge& m,
                                                        const ConstantBank& c) {
         const u32 lane = threadIdx.x % SPLIT_LANES;
-        const u64 x = to_mont(m.children[lane]);
+        const u64 x = to_mont(__ldcg(m.children + lane));
         const u64 sum = gl_add(x, permute_split<RoundOrder::Rescue, Mds8>(x, lane, lane, c));
         const u32 partner = (threadIdx.x & 31 & ~(SPLIT_LANES - 1)) + (lane + 4) % SPLIT_LANES;
         const u32 lo = __shfl_sync(0xffffffffu, (u32)sum, partner);

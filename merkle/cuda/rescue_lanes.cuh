@@ -20,6 +20,8 @@
 //   static constexpr u32 SPLIT_LANES;  // lanes per merge of its half-warp level kernel
 //   static __device__ void merge_quad(const LevelMerge& m, const ConstantBank& c);
 //   static __device__ void merge_split(const LevelMerge& m, const ConstantBank& c);
+//       // (reading the children from L2: merkle_merge_levels_split runs it on children
+//       // that another block of the same launch wrote)
 //   static __device__ void hash_row_quad(const u64* row, u32 width, Digest* out,
 //                                        const ConstantBank& c);
 // and RESCUE_LANE_KERNELS(H) defines its module's kernels.
@@ -310,7 +312,7 @@ struct SpongeMerge {
         if (slot == Layout::CAPACITY) {
             if (element % 4 == 0) x = small_to_mont(Layout::MERGE_LENGTH);
         } else {
-            x = to_mont(m.children[element - 4 * Layout::LEFT]);
+            x = to_mont(__ldcg(m.children + element - 4 * Layout::LEFT));
         }
         x = permute_split<ORDER, Mds12>(x, lane, element, c);
         if (m.active && lane < Mds12::WIDTH && slot == Layout::LEFT) {
@@ -320,7 +322,9 @@ struct SpongeMerge {
 };
 
 // A module's kernels for hasher H: `merkle_merge_level` (quads), `merkle_merge_level_split`
-// (H::SPLIT_LANES lanes per merge) and `merkle_hash_rows` (out[first + row] =
+// (H::SPLIT_LANES lanes per merge), `merkle_merge_levels_split` (the levels nearest the roots
+// in one launch, a merge on each half warp; with 8 lanes per merge the second group of a half
+// warp runs along and writes nothing) and `merkle_hash_rows` (out[first + row] =
 // hash_elements(row) for `rows` rows of `width` elements, row-major, a quad per row).
 #define RESCUE_LANE_KERNELS(H)                                                               \
     extern "C" __global__ void merkle_merge_level(Digest* trees, u64 leaves_per_tree,        \
@@ -333,6 +337,16 @@ struct SpongeMerge {
         const __grid_constant__ ConstantBank c) {                                            \
         H::merge_split(level_merge<H::SPLIT_LANES>(trees, leaves_per_tree, parents, merges), \
                        c);                                                                   \
+    }                                                                                        \
+    extern "C" __global__ void merkle_merge_levels_split(                                    \
+        Digest* trees, u64 leaves_per_tree, u64 parents, u64 merges, u32* arrivals,          \
+        const __grid_constant__ ConstantBank c) {                                            \
+        merge_levels_in_one_launch(                                                          \
+            parents, merges, arrivals, [&](u64 level, u64 g, bool active, bool writes) {     \
+                const bool lead = threadIdx.x % 16 < H::SPLIT_LANES;                         \
+                H::merge_split(                                                              \
+                    merge_at(trees, leaves_per_tree, level, g, active, writes && lead), c);  \
+            });                                                                              \
     }                                                                                        \
     extern "C" __global__ void merkle_hash_rows(const u64* elements, u64 rows, u32 width,    \
                                                 Digest* out, u64 first,                      \

@@ -145,7 +145,7 @@ struct Rpx256 {
                                                        const ConstantBank& c) {
         const u32 lane = threadIdx.x % SPLIT_LANES;
         const u32 element = lane < Mds12::WIDTH ? lane : 0;
-        u64 x = lane < 8 ? to_mont(m.children[lane]) : 0;
+        u64 x = lane < 8 ? to_mont(__ldcg(m.children + lane)) : 0;
 #pragma unroll 1
         for (int r = 0; r < 6; r += 2) {
             x = round_split<RoundOrder::Rpo, Mds12>(x, lane, element, c, r);

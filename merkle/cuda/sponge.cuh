@@ -77,18 +77,66 @@ struct LevelMerge {
     bool active;
 };
 
-// Merge g / LANES of a level: parent `parents + g % parents` of tree g / parents from its two
-// children. Trees are arrays of 2n digests (root at 1, node i the parent of 2i and 2i + 1),
-// back to back.
+// Merge g of the level of `parents` parents per tree (merge 0 when not `active`): parent
+// `parents + g % parents` of tree g / parents from its two children, written only if `active`
+// and `writes`. Trees are arrays of 2n digests (root at 1, node i the parent of 2i and
+// 2i + 1), back to back.
+__device__ __forceinline__ LevelMerge merge_at(Digest* trees, u64 leaves_per_tree, u64 parents,
+                                               u64 g, bool active, bool writes) {
+    const u64 merge_index = active ? g : 0;
+    Digest* nodes = trees + (merge_index / parents) * 2 * leaves_per_tree;
+    const u64 node = parents + merge_index % parents;
+    return {(const u64*)(nodes + 2 * node), nodes + node, active && writes};
+}
+
+// Merge g / LANES of a level of `merges` merges (merge_at).
 template <u32 LANES>
 __device__ __forceinline__ LevelMerge level_merge(Digest* trees, u64 leaves_per_tree,
                                                   u64 parents, u64 merges) {
     const u64 g = global_thread_index() / LANES;
-    const bool active = g < merges;
-    const u64 merge_index = active ? g : 0;
-    Digest* nodes = trees + (merge_index / parents) * 2 * leaves_per_tree;
-    const u64 node = parents + merge_index % parents;
-    return {(const u64*)(nodes + 2 * node), nodes + node, active};
+    return merge_at(trees, leaves_per_tree, parents, g, g < merges, true);
+}
+
+// Every level from the one of `parents` parents per tree (`merges` merges over all trees) up
+// to the roots, in one launch of blocks of one warp, so that no level waits for a launch:
+// `merge(parents, g, active, writes)` runs merge g of the level of `parents` parents per tree
+// on this thread's half warp, as merge_at numbers and writes it (the 16 lanes of a state near
+// the root; it must read the children from L2, as another block of the launch may have
+// written them). Block j merges 2j and 2j + 1 of the first level on its two half warps, then merge j of the
+// next (whose children those are) on both, the second half warp writing nothing. From there
+// the later of the two blocks whose merges are a merge's children goes on with it: a block
+// counts its arrival in `arrivals` (one counter per merge of the levels above the second,
+// below `merges` / 2), and the one that finds the other already counted resets the counter to
+// zero, as every launch expects it, and merges. (Written otherwise, with the same instructions
+// in another order, Poseidon2's levels took 1.3 us longer each on an H200.)
+template <class MergeOnHalfWarp>
+__device__ __forceinline__ void merge_levels_in_one_launch(u64 parents, u64 merges,
+                                                           u32* arrivals,
+                                                           MergeOnHalfWarp merge) {
+    const u64 j = blockIdx.x;
+    const u32 half = threadIdx.x / 16;
+    const u64 first = 2 * j + half;
+    merge(parents, first, first < merges, true);
+    if (parents == 1) return;
+    __syncwarp();
+    u64 level = parents / 2, g = j;
+    merges /= 2;
+    merge(level, g, true, half == 0);
+    while (level >= 2) {
+        __threadfence();
+        __syncwarp();
+        u32 earlier = 0;
+        const u64 counter = merges / 2 + g / 2;
+        if (threadIdx.x == 0) earlier = atomicAdd(arrivals + counter, 1u);
+        earlier = __shfl_sync(0xffffffffu, earlier, 0);
+        if (earlier == 0) return;
+        if (threadIdx.x == 0) arrivals[counter] = 0;
+        __threadfence();
+        level /= 2;
+        g /= 2;
+        merges /= 2;
+        merge(level, g, true, half == 0);
+    }
 }
 
 // One tree level, one thread per merge (level_merge).

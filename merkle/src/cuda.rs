@@ -96,6 +96,13 @@ const POSEIDON2_QUAD: LaunchShape = LaunchShape {
 /// 120 µs, 2^20 leaves 1,042 against 1,061 µs.
 const POSEIDON2_TOP_MERGES: u64 = 1 << 10;
 
+/// The Rescue family's levels of at most this many merges run on half warps in one launch
+/// (`merkle_merge_levels_split`), each level waiting for one permutation's latency. On an H200
+/// (docs/journal/merkle.md), Rp64_256 trees of 2^12 leaves took 245 µs against 262 µs with a
+/// launch per level, 2^16 leaves 600 against 617 µs; a bound of 2^9 was within 1% of this
+/// one, 2^11 and 2^12 slower than a launch per level.
+const RESCUE_TOP_MERGES: u64 = 1 << 10;
+
 /// 64-bit words in [`ConstantBank`]: the most any hasher needs (Rp64_256, Rpo256 and Rpx256:
 /// two tables of 7 x 12).
 const CONSTANT_WORDS: usize = 168;
@@ -187,15 +194,16 @@ pub struct DeviceHasher {
 }
 
 /// A hasher on the lane layouts of `rescue_lanes.cuh`: quads of lanes, `split` (half warps)
-/// near the root; `module` defines `merkle_merge_level`, `merkle_merge_level_split` and
-/// `merkle_hash_rows`.
+/// near the root, and from the first level of at most [`RESCUE_TOP_MERGES`] merges one launch;
+/// `module` defines `merkle_merge_level`, `merkle_merge_level_split`,
+/// `merkle_merge_levels_split` and `merkle_hash_rows`.
 const fn rescue_lanes(module: Module, split: LaunchShape, constants: ConstantBank) -> DeviceHasher {
     DeviceHasher {
         module,
         wide: ("merkle_merge_level", QUAD),
         narrow: ("merkle_merge_level_split", split),
         wide_min_merges: QUAD_MIN_MERGES,
-        top: None,
+        top: Some(("merkle_merge_levels_split", RESCUE_TOP_MERGES)),
         rows: ("merkle_hash_rows", QUAD),
         constants,
     }
