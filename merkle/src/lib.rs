@@ -20,7 +20,7 @@
 //! [`Cuda`] (feature `cuda`, on by default) and [`Backend`], which picks the GPU when one
 //! is usable. Results are identical on every backend. On the GPU the Rescue family (Rp64_256,
 //! Rpo256, Rpx256, RpJive64_256) runs on lane kernels (a quad of lanes per merge, a half warp
-//! near the root); Poseidon2 runs one thread per hash with the state in registers, which its
+//! near the root, the levels nearest the root in one launch); Poseidon2 runs one thread per hash with the state in registers, which its
 //! cheap partial rounds favour (the crate README's performance notes give each hasher's floor).
 //!
 //! # Example
