@@ -69,8 +69,8 @@ struct MidenSponge {
 };
 
 // One merge of a tree level: its two children (8 consecutive elements), its parent, and
-// whether it is a real merge (the lanes of a padding merge run along, reading merge 0, and
-// write nothing).
+// whether these lanes write the parent (not for a padding merge, whose lanes run along reading
+// merge 0, nor for lanes that repeat another group's merge).
 struct LevelMerge {
     const u64* children;
     Digest* parent;
