@@ -98,17 +98,18 @@ __device__ __forceinline__ LevelMerge level_merge(Digest* trees, u64 leaves_per_
 }
 
 // Every level from the one of `parents` parents per tree (`merges` merges over all trees) up
-// to the roots, in one launch of blocks of one warp, so that no level waits for a launch:
+// to the roots, in one launch of blocks of one warp, so that no level waits for a launch.
 // `merge(parents, g, active, writes)` runs merge g of the level of `parents` parents per tree
 // on this thread's half warp, as merge_at numbers and writes it (the 16 lanes of a state near
 // the root; it must read the children from L2, as another block of the launch may have
-// written them). Block j merges 2j and 2j + 1 of the first level on its two half warps, then merge j of the
-// next (whose children those are) on both, the second half warp writing nothing. From there
-// the later of the two blocks whose merges are a merge's children goes on with it: a block
-// counts its arrival in `arrivals` (one counter per merge of the levels above the second,
-// below `merges` / 2), and the one that finds the other already counted resets the counter to
-// zero, as every launch expects it, and merges. (Written otherwise, with the same instructions
-// in another order, Poseidon2's levels took 1.3 us longer each on an H200.)
+// written them). Block j merges 2j and 2j + 1 of the first level on its two half warps, then
+// merge j of the next (whose children those are) on both, the second half warp writing
+// nothing. From there the later of the two blocks whose merges are a merge's children goes on
+// with it: a block counts its arrival in `arrivals` (one counter per merge of the levels
+// above the second, below `merges` / 2), and the one that finds the other already counted
+// resets the counter to zero, as every launch expects it, and merges. (Written otherwise,
+// with the same instructions in another order, Poseidon2's levels took 1.3 us longer each on
+// an H200.)
 template <class MergeOnHalfWarp>
 __device__ __forceinline__ void merge_levels_in_one_launch(u64 parents, u64 merges,
                                                            u32* arrivals,
