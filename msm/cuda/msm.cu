@@ -682,15 +682,52 @@ extern "C" __global__ void msm_combine_windows(const Xyzz* window_sums, u32 wind
     if (quad_role() == 0) *result = acc;
 }
 
-// bases[j * n + i] = 2^(c j) * bases[i] for j = 1 .. windows - 1, in affine form.
-extern "C" __global__ void msm_precompute_shifted(Affine* bases, u64 n, u32 c, u32 windows) {
-    for (u64 i = global_thread_index(); i < n; i += grid_thread_count()) {
-        Xyzz p = xyzz_from_affine(bases[i]);
-        for (u32 j = 1; j < windows; j++) {
-            for (u32 k = 0; k < c; k++) p = xyzz_double(p);
-            Affine a = xyzz_to_affine(p);
-            bases[(u64)j * n + i] = a;
-            p = xyzz_from_affine(a);
+// bases[window * n + i] = 2^c * bases[(window - 1) * n + i] in affine form, for the `count`
+// points i from `first` on. One inversion serves a batch of points (Montgomery's trick): thread
+// t takes points first + t + k * threads for k < batch, and an inversion costs about 500
+// products against some 190 for the c doublings. The first loop doubles each point, stores
+// X ZZ^2 and Y in its output slot (x = X ZZ^2 / ZZZ^2, as ZZ^3 = ZZZ^2; y = Y / ZZZ) and ZZZ
+// beside the product of the batch's ZZZs before it in `scratch` (2 count elements); the
+// second walks back from the inverse of the whole product, giving each point its 1 / ZZZ.
+// Infinity (ZZZ = 0) stays out of the product and comes out as (0, 0).
+extern "C" __global__ void msm_precompute_window(Affine* bases, u64 n, u32 window, u32 c,
+                                                 u64 first, u32 count, u32 batch,
+                                                 Field* scratch) {
+    u32 threads = (count + batch - 1) / batch;
+    u64 t = global_thread_index();
+    if (t >= threads) return;
+    Affine* in = bases + (u64)(window - 1) * n + first;
+    Affine* out = bases + (u64)window * n + first;
+    Field product = Field::one();
+    u32 taken = 0;
+    for (u32 k = 0; k < batch; k++, taken++) {
+        u32 i = (u32)t + k * threads;
+        if (i >= count) break;
+        Xyzz p = xyzz_from_affine(in[i]);
+        for (u32 s = 0; s < c; s++) p = xyzz_double(p);
+        Affine scaled;
+        scaled.x = mul(p.x, sqr(p.zz));
+        scaled.y = p.y;
+        out[i] = scaled;
+        scratch[2 * i] = p.zzz;
+        scratch[2 * i + 1] = product;
+        if (!is_zero(p.zzz)) product = mul(product, p.zzz);
+    }
+    Field inv = inverse(product);
+    for (u32 k = taken; k-- > 0;) {
+        u32 i = (u32)t + k * threads;
+        Field zzz = scratch[2 * i];
+        Affine r;
+        if (is_zero(zzz)) {
+            r.x = Field::zero();
+            r.y = Field::zero();
+        } else {
+            Field zzz_inv = mul(inv, scratch[2 * i + 1]);
+            inv = mul(inv, zzz);
+            Affine scaled = out[i];
+            r.x = mul(scaled.x, sqr(zzz_inv));
+            r.y = mul(scaled.y, zzz_inv);
         }
+        out[i] = r;
     }
 }

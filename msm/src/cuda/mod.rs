@@ -105,6 +105,12 @@ const REDUCE_THREADS: u64 = 1 << 15;
 const RESERVED_BYTES: usize = 256 << 20;
 /// The largest number of digit entries one chunk may hold (point references are 31-bit).
 const MAX_ENTRIES: u64 = 1 << 31;
+/// Shifted copies are made for at most this many points per launch (bounding the scratch),
+/// each thread converting a batch of up to `PRECOMPUTE_BATCH` points with one inversion, and
+/// batches no longer than keep about `2^PRECOMPUTE_THREADS_LOG` threads (a wave on an H100).
+const PRECOMPUTE_SLICE: usize = 1 << 20;
+const PRECOMPUTE_BATCH: u32 = 16;
+const PRECOMPUTE_THREADS_LOG: u32 = 16;
 
 /// How scalars are cut into digits and where the digits go (`struct DigitLayout` in msm.cu).
 #[repr(C)]
@@ -177,7 +183,7 @@ struct Kernels {
     bucket_reduce: Kernel,
     sum_groups: Kernel,
     combine_windows: Kernel,
-    precompute_shifted: Kernel,
+    precompute_window: Kernel,
 }
 
 impl Kernels {
@@ -197,7 +203,7 @@ impl Kernels {
             bucket_reduce: kernel("msm_bucket_reduce")?,
             sum_groups: kernel("msm_sum_groups")?,
             combine_windows: kernel("msm_combine_windows")?,
-            precompute_shifted: kernel("msm_precompute_shifted")?,
+            precompute_window: kernel("msm_precompute_window")?,
         })
     }
 }
@@ -420,8 +426,17 @@ impl<C: MsmCurve> MsmContext<C> {
         let copies = if options.shifted_bases { windows } else { 1 } as usize;
         let len = bases.len() * copies;
         let bytes = len * size_of::<AffineOf<C>>();
+        // Making the shifted copies needs a slot of scratch per point of a slice.
+        let precompute_scratch = if options.shifted_bases {
+            bases.len().min(PRECOMPUTE_SLICE) * size_of::<AffineOf<C>>()
+        } else {
+            0
+        };
         let free = cuda.gpu.free_memory()?;
-        if bytes.saturating_add(RESERVED_BYTES) > free
+        if bytes
+            .saturating_add(precompute_scratch)
+            .saturating_add(RESERVED_BYTES)
+            > free
             || (options.shifted_bases && len as u64 >= MAX_ENTRIES)
         {
             return Err(Error::BasesTooLarge {
@@ -806,24 +821,40 @@ fn fill_limbs<C: MsmCurve>(limbs: &mut [u64], scalars: &[C::ScalarField]) {
 }
 
 /// Computes `2^(c j) P_i` for every window `j >= 1` into the copies after the `n` bases;
-/// `shape` is `(n, c, windows)`.
+/// `shape` is `(n, c, windows)`. Window by window, in slices of at most `PRECOMPUTE_SLICE`
+/// points, each thread converting a batch of up to `PRECOMPUTE_BATCH` points to affine form
+/// with one inversion (see `msm_precompute_window`).
 fn precompute_shifted<L: Coordinate>(
     gpu: &Gpu,
     kernels: &Kernels,
     bases: &mut DeviceBuffer<DeviceAffine<L>>,
     (n, window_bits, windows): (usize, u32, u32),
 ) -> Result<(), Error> {
+    // Each slot holds a point's ZZZ and the product of its batch's ZZZs before it.
+    let mut scratch = gpu.alloc_zeroed::<DeviceAffine<L>>(n.min(PRECOMPUTE_SLICE))?;
     let n = n as u64;
-    // SAFETY: arguments match `msm_precompute_shifted(Affine*, u64, u32, u32)`; thread i
-    // reads base i and writes element j * n + i for j < windows, inside `bases`, which holds
-    // windows * n points.
-    unsafe {
-        gpu.launch(&kernels.precompute_shifted, Grid::cover(n, THREADS))
-            .buffer_mut(bases)
-            .value(&n)
-            .value(&window_bits)
-            .value(&windows)
-            .run()?;
+    for window in 1..windows {
+        for first in (0..n).step_by(PRECOMPUTE_SLICE) {
+            let count = (n - first).min(PRECOMPUTE_SLICE as u64) as u32;
+            let batch = (count >> PRECOMPUTE_THREADS_LOG).clamp(1, PRECOMPUTE_BATCH);
+            let grid = Grid::cover(count.div_ceil(batch).into(), THREADS);
+            // SAFETY: arguments match `msm_precompute_window(Affine*, u64, u32, u32, u64, u32,
+            // u32, Field*)`; the threads read points (window - 1) n + first + i and write
+            // window n + first + i for i < count <= n - first, inside `bases` (windows n
+            // points), and `scratch`'s first 2 count field elements (count slots of two).
+            unsafe {
+                gpu.launch(&kernels.precompute_window, grid)
+                    .buffer_mut(bases)
+                    .value(&n)
+                    .value(&window)
+                    .value(&window_bits)
+                    .value(&first)
+                    .value(&count)
+                    .value(&batch)
+                    .buffer_mut(&mut scratch)
+                    .run()?;
+            }
+        }
     }
     gpu.synchronize()?;
     Ok(())
