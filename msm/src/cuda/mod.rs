@@ -830,7 +830,7 @@ fn precompute_shifted<L: Coordinate>(
     bases: &mut DeviceBuffer<DeviceAffine<L>>,
     (n, window_bits, windows): (usize, u32, u32),
 ) -> Result<(), Error> {
-    // Each slot holds a point's ZZZ and the product of its batch's ZZZs before it.
+    // Each slot holds a point's Z and the product of its batch's Zs before it.
     let mut scratch = gpu.alloc_zeroed::<DeviceAffine<L>>(n.min(PRECOMPUTE_SLICE))?;
     let n = n as u64;
     for window in 1..windows {
