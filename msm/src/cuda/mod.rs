@@ -24,7 +24,9 @@
 //! keeps `2^(c j) P_i` for every window `j` on the device, so every digit of every window
 //! lands in one shared set of `2^(c-1)` buckets. That buys wide windows (fewer additions)
 //! for memory (one copy of the bases per window), computed once on the device when the
-//! context is made.
+//! context is made: window by window, c Jacobian doublings per point, then the affine form
+//! with one inversion per batch of up to 16 points (Montgomery's trick). On an H200, 2^24
+//! BLS12-381 G1 bases and their 11 copies take about 1.8 s, upload included.
 //!
 //! Bases are stored as arkworks stores them (Montgomery form; `Fq2` as its two halves), so they
 //! cross to the device without conversion; the point at infinity is stored as `(0, 0)`. A
