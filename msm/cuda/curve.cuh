@@ -220,20 +220,3 @@ __device__ __forceinline__ XyzzPoint<F> xyzz_add_quad(const XyzzPoint<F>& a,
     out.zzz = quad_share(fourth, 1);
     return out;
 }
-
-// The affine form of p ((0, 0) for infinity): x = X / ZZ, y = Y / ZZZ, one inversion.
-template <typename F>
-__device__ __forceinline__ AffinePoint<F> xyzz_to_affine(const XyzzPoint<F>& p) {
-    AffinePoint<F> r;
-    if (xyzz_is_infinity(p)) {
-        r.x = F::zero();
-        r.y = F::zero();
-        return r;
-    }
-    // ZZZ^-1 gives ZZ^-1 = ZZZ^-2 * ZZ^2 (as ZZ^3 = ZZZ^2).
-    F zzz_inv = inverse(p.zzz);
-    F zz_inv = mul(sqr(zzz_inv), sqr(p.zz));
-    r.x = mul(p.x, zz_inv);
-    r.y = mul(p.y, zzz_inv);
-    return r;
-}

@@ -108,8 +108,9 @@ const RESERVED_BYTES: usize = 256 << 20;
 /// The largest number of digit entries one chunk may hold (point references are 31-bit).
 const MAX_ENTRIES: u64 = 1 << 31;
 /// Shifted copies are made for at most this many points per launch (bounding the scratch),
-/// each thread converting a batch of up to `PRECOMPUTE_BATCH` points with one inversion, and
-/// batches no longer than keep about `2^PRECOMPUTE_THREADS_LOG` threads (a wave on an H100).
+/// each thread converting a batch of up to `PRECOMPUTE_BATCH` points with one inversion; a
+/// smaller launch takes shorter batches, so that about `2^PRECOMPUTE_THREADS_LOG` threads (a
+/// wave on an H100) still run.
 const PRECOMPUTE_SLICE: usize = 1 << 20;
 const PRECOMPUTE_BATCH: u32 = 16;
 const PRECOMPUTE_THREADS_LOG: u32 = 16;
