@@ -4,7 +4,8 @@
 //! ```text
 //! pir_scale [--gpus N] SCHEME ... on the first N GPUs (default 1): with N > 1 the database
 //!                                 is split by blocks, each GPU holding and using only its
-//!                                 slice; prints each GPU's time and the wall time
+//!                                 slice; prints each GPU's time, the wall time and the
+//!                                 GPU-hours (N times the wall time)
 //! pir_scale rms24 [--hints N]     the RMS24 mainnet shape (1.83e9 x 40 B, w = 42,826),
 //!                                 N hints (default all 10,963,456); needs ~75 GB of GPU memory
 //! pir_scale plinko [--blocks K]   the Plinko shape (w = 2^17, 2^25 hints, 48 B), over 1 and
@@ -160,10 +161,12 @@ fn split_run(
     for (i, s) in seconds.iter().enumerate() {
         println!("GPU {i}: blocks {:?}: {s:.2} s", held[i]);
     }
+    let count = gpus.gpus().len();
     println!(
-        "{} {params} on {} GPUs: wall {wall:.2} s (the parts summed on the GPUs and downloaded included)",
+        "{} {params} on {count} GPUs: wall {wall:.2} s (the parts summed on the GPUs and downloaded \
+         included) = {:.3} GPU-hours ({count} GPUs held for the wall time)",
         params.scheme(),
-        gpus.gpus().len()
+        count as f64 * wall / 3600.0
     );
     Ok(hints)
 }
