@@ -282,18 +282,34 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     where
         T: ValidAsZeroBits,
     {
+        let stream = self.slice.stream().clone();
+        self.copy_from_pinned_on(&stream, offset, src, len)
+    }
+
+    /// [`DeviceBuffer::copy_from_pinned_async`] queued on `stream`, which the caller orders
+    /// with the buffer's other uses.
+    pub(crate) fn copy_from_pinned_on(
+        &mut self,
+        stream: &CudaStream,
+        offset: usize,
+        src: &mut PinnedBuffer<T>,
+        len: usize,
+    ) -> Result<()>
+    where
+        T: ValidAsZeroBits,
+    {
         check_fits(offset.saturating_add(len), self.len())?;
         check_fits(len, src.len())?;
-        let stream = self.slice.stream().clone();
         let host = &src.as_slice()?[..len];
         let mut range = self.slice.slice_mut(offset..offset + len);
-        let (dst, record) = range.device_ptr_mut(&stream);
+        let (dst, record) = range.device_ptr_mut(stream);
         // SAFETY: `host` is `len` elements of page-locked memory owned by `src`, which waits
         // for this copy's event before any write or free; `dst` is a range of `len` elements
-        // of this buffer; the copy is ordered on the stream that owns this buffer.
+        // of this buffer; the copy is queued on `stream`, which the callers order with the
+        // buffer's other uses (its own stream, or a copy queue's with marks).
         unsafe { result::memcpy_htod_async(dst, host, stream.cu_stream()) }?;
         drop(record);
-        src.in_use_until = Some(Completion::record(&stream)?);
+        src.in_use_until = Some(Completion::record(stream)?);
         Ok(())
     }
 }

@@ -193,6 +193,16 @@ impl Gpu {
         &self.info
     }
 
+    /// The device's primary context.
+    pub(crate) fn context(&self) -> &Arc<CudaContext> {
+        &self.context
+    }
+
+    /// The stream on which this handle queues its work.
+    pub(crate) fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
     /// Bytes of device memory that allocations can still have, now: the device's free
     /// memory plus [`Gpu::cached_memory`].
     pub fn free_memory(&self) -> Result<usize> {

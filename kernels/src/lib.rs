@@ -11,6 +11,8 @@
 //! - [`Gpu`]: a device handle (ordinal, name, compute capability, SM count, memory, one
 //!   stream), [`device_count`], kernel loading, [`Gpu::launch`], CUDA-event timing with
 //!   [`Gpu::time`], and typed [`DeviceBuffer`]s.
+//! - [`CopyQueue`]: a second stream for copies that run while the handle's kernels do, ordered
+//!   with them by [`Mark`]s.
 //! - NVRTC compilation for the device's own `sm_XY`, once per process and module, with an
 //!   on-disk cache (see [`cache_dir`]): `KERNELS_CACHE_DIR` moves it, `KERNELS_CACHE=off`
 //!   disables it. [`compile_module`] compiles for any architecture without a GPU.
@@ -100,6 +102,8 @@ mod gpu;
 mod launch;
 #[cfg(feature = "cuda")]
 mod nvrtc;
+#[cfg(feature = "cuda")]
+mod queue;
 
 pub use error::{DriverError, GpuError, Result};
 
@@ -118,6 +122,8 @@ pub use gpu::{DeviceInfo, Gpu, device_count, driver_present, driver_version};
 pub use launch::{Grid, Kernel, Launch};
 #[cfg(feature = "cuda")]
 pub use nvrtc::NVRTC_DIR_VAR;
+#[cfg(feature = "cuda")]
+pub use queue::{CopyQueue, Mark};
 
 /// Defines a crate's NVRTC compile tests of its kernel modules (`$modules`, a
 /// `&[source::Module]`), for its `tests/nvrtc.rs`: `every_module_compiles`, which runs

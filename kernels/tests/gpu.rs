@@ -185,6 +185,14 @@ extern "C" __global__ void fill(u32* out, u64 n, u32 seed) {
         out[i] = seed * (u32)i + 7u;
     }
 }
+extern "C" __global__ void add_into(u32* acc, const u32* in, u64 n, u64 spin_cycles) {
+    const u64 start = clock64();
+    while ((u64)clock64() - start < spin_cycles) {
+    }
+    for (u64 i = global_thread_index(); i < n; i += grid_thread_count()) {
+        acc[i] += in[i];
+    }
+}
 "#,
     headers: &[COMMON],
 };
@@ -301,4 +309,74 @@ fn kernels_write_page_locked_memory_in_place() {
     assert_eq!(written[..n as usize], filled(n as usize, seed));
     assert_eq!(written[..n as usize], device.to_host().unwrap());
     assert_eq!(written[n as usize..], [0; 5]);
+}
+
+/// Copies on a copy queue, ordered with the handle's kernels by marks: each round's copy
+/// overwrites an input only after the kernel of two rounds before has read it, and each kernel
+/// reads its round's copy, so the sum is exact. Fast kernels meet a copy still in flight (a
+/// kernel not waiting for its copy gives a wrong sum); kernels that first spin for about 20 ms
+/// are still queued when the next copies could start (a copy not waiting for the kernel before
+/// gives a wrong sum).
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn copies_on_a_copy_queue_are_ordered_by_marks() {
+    // Its buffers would take memory from the pool under the pool tests' feet.
+    let (_pool, gpu) = first_gpu_holding_pool();
+    let add = gpu.kernel(&FILL, "add_into").unwrap();
+    let queue = gpu.copy_queue().unwrap();
+    let n = 1usize << 22;
+    let n64 = n as u64;
+    let mut staging = [
+        gpu.alloc_pinned::<u32>(n).unwrap(),
+        gpu.alloc_pinned::<u32>(n).unwrap(),
+    ];
+    let mut inputs = [
+        gpu.alloc_zeroed::<u32>(n).unwrap(),
+        gpu.alloc_zeroed::<u32>(n).unwrap(),
+    ];
+    for spin_cycles in [0u64, 40_000_000] {
+        let mut acc = gpu.alloc_zeroed::<u32>(n).unwrap();
+        let mut expected = vec![0u32; n];
+        let mut consumed = [gpu.mark().unwrap(), gpu.mark().unwrap()];
+        for round in 0..8u32 {
+            let slot = (round % 2) as usize;
+            let seed = 0x0101_0101u32.wrapping_mul(round + 1);
+            let words = filled(n, seed);
+            for (e, x) in expected.iter_mut().zip(&words) {
+                *e = e.wrapping_add(*x);
+            }
+            // Waits for this staging buffer's copy of two rounds ago.
+            staging[slot]
+                .as_mut_slice()
+                .unwrap()
+                .copy_from_slice(&words);
+            queue.wait_for(&consumed[slot]).unwrap();
+            queue
+                .upload(&mut inputs[slot], 0, &mut staging[slot], n)
+                .unwrap();
+            gpu.wait_for(&queue.mark().unwrap()).unwrap();
+            // SAFETY: add_into(u32*, const u32*, u64, u64) with n words in both buffers.
+            unsafe {
+                gpu.launch(&add, Grid::cover(n64, 256))
+                    .buffer_mut(&mut acc)
+                    .buffer(&inputs[slot])
+                    .value(&n64)
+                    .value(&spin_cycles)
+                    .run()
+                    .unwrap();
+            }
+            consumed[slot] = gpu.mark().unwrap();
+        }
+        assert_eq!(
+            acc.to_host().unwrap(),
+            expected,
+            "kernels spinning {spin_cycles} cycles"
+        );
+    }
+    // An upload past the end of the buffer is an error, not a copy.
+    let mut small = gpu.alloc_zeroed::<u32>(4).unwrap();
+    assert!(matches!(
+        queue.upload(&mut small, 1, &mut staging[0], 4),
+        Err(GpuError::BufferTooSmall { .. })
+    ));
 }

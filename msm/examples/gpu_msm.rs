@@ -3,7 +3,8 @@
 //! `bls12-381-g1` (the default), `bls12-381-g2`, `bn254-g1`, `bn254-g2`; checked against the CPU
 //! backend up to 2^20 points.
 //! Prints the time of context creation (upload and shifted copies), of an MSM with the scalar
-//! upload, and of an MSM from scalars already on the GPU (the median of 5 runs each). Every
+//! upload, of one MSM of a batch of 4 with the upload (the median of 3 batches), and of an
+//! MSM from scalars already on the GPU (the median of 5 runs each). Every
 //! result is also checked against its closed form: base i is (k + i) G.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -15,6 +16,9 @@ use ark_ff::UniformRand;
 use ark_std::rand::{SeedableRng, rngs::StdRng};
 use msm::{ContextOptions, Cpu, Cuda, MsmBackend, MsmCurve};
 use rayon::prelude::*;
+
+/// The sets of a timed `msm_batch` (the same scalars in each).
+const BATCH: usize = 4;
 
 fn median(mut times: Vec<Duration>) -> Duration {
     times.sort();
@@ -91,6 +95,16 @@ fn run<C: MsmCurve>(log: u32, shifted_bases: bool, window_bits: Option<u32>) {
             })
             .collect(),
     );
+    let batch = median(
+        (0..3)
+            .map(|_| {
+                let start = Instant::now();
+                let sums = context.msm_batch(&[&scalars[..]; BATCH]).unwrap();
+                assert!(sums.iter().all(|s| *s == sum));
+                start.elapsed() / BATCH as u32
+            })
+            .collect(),
+    );
     let device = context.upload_scalars(&scalars).unwrap();
     let resident = median(
         (0..5)
@@ -103,7 +117,8 @@ fn run<C: MsmCurve>(log: u32, shifted_bases: bool, window_bits: Option<u32>) {
     );
     println!(
         "{}, 2^{log} points, c = {}, shifted {shifted_bases}: context {made:.2?}, msm {with_upload:.2?} \
-         with scalar upload, {resident:.2?} resident{}",
+         with scalar upload, {batch:.2?} an MSM in batches of {BATCH} with upload, \
+         {resident:.2?} resident{}",
         C::NAME,
         context.window_bits(),
         if log <= 20 {

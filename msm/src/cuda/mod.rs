@@ -42,7 +42,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use ark_ec::short_weierstrass::{Affine, Projective};
 use ark_ff::Zero;
 use kernels::source::Module;
-use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, PinnedBuffer};
+use kernels::{CopyQueue, DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, Mark, PinnedBuffer};
 use rayon::prelude::*;
 
 use crate::error::Error;
@@ -105,6 +105,8 @@ const ENTRY_BYTES: u64 = 8;
 const REDUCE_THREADS: u64 = 1 << 15;
 /// Device memory left free for the driver and other work.
 const RESERVED_BYTES: usize = 256 << 20;
+/// The fewest scalars in the first chunk of a call that [`upload_pieces`] splits in two.
+const LEAD_SPLIT_MIN: usize = 1 << 22;
 /// The largest number of digit entries one chunk may hold (point references are 31-bit).
 const MAX_ENTRIES: u64 = 1 << 31;
 /// Shifted copies are made for at most this many points per launch (bounding the scratch),
@@ -350,8 +352,9 @@ impl<C: MsmCurve> MsmBackend<C> for Cuda {
         for start in (0..bases.len()).step_by(chunk) {
             let end = (start + chunk).min(bases.len());
             let context = self.context(&bases[start..end], ContextOptions::default())?;
-            for (sum, scalars) in sums.iter_mut().zip(scalar_sets) {
-                *sum += context.msm(&scalars[start..end])?;
+            let parts: Vec<_> = scalar_sets.iter().map(|set| &set[start..end]).collect();
+            for (sum, part) in sums.iter_mut().zip(context.msm_batch(&parts)?) {
+                *sum += part;
             }
         }
         Ok(sums)
@@ -497,37 +500,24 @@ impl<C: MsmCurve> MsmContext<C> {
 
     /// `sum_i scalars[i] * bases[i]`, uploading the scalars.
     ///
+    /// The scalars go to the GPU in pieces, each copied while the GPU reduces the one before
+    /// (see [`MsmContext::msm_batch`]).
+    ///
     /// # Errors
     ///
     /// [`Error::LengthMismatch`] when `scalars` and the bases differ in length,
     /// [`Error::Gpu`] when the GPU fails.
     pub fn msm(&self, scalars: &[C::ScalarField]) -> Result<Projective<C>, Error> {
         check_lengths(self.points, scalars.len())?;
-        let mut guard = self.scratch()?;
-        let Some(scratch) = guard.as_mut() else {
-            unreachable!("MsmContext::scratch allocates the scratch")
-        };
-        // Each chunk's scalars go through a page-locked staging buffer into the scratch.
-        let (mut staging, mut upload) = match scratch.staged.take() {
-            Some(staged) => staged,
-            None => (
-                self.cuda.gpu.alloc_pinned(4 * scratch.chunk)?,
-                self.cuda.gpu.alloc_zeroed(4 * scratch.chunk)?,
-            ),
-        };
-        let mut sum = Projective::<C>::zero();
-        for first in (0..self.points).step_by(scratch.chunk) {
-            let chunk = &scalars[first..self.points.min(first + scratch.chunk)];
-            let limbs = &mut staging.as_mut_slice()?[..4 * chunk.len()];
-            fill_limbs::<C>(limbs, chunk);
-            upload.copy_from_host(limbs)?;
-            sum += self.msm_chunk(scratch, &upload, 0, first, chunk.len())?;
-        }
-        scratch.staged = Some((staging, upload));
-        Ok(sum)
+        Ok(self.msm_uploaded(&[scalars])?[0])
     }
 
     /// One MSM per scalar set over the context's bases.
+    ///
+    /// The scalars go to the GPU in pieces: a set in chunks of the scratch's size, and the
+    /// first chunk of a call split in a quarter and the rest when it is large. While the GPU
+    /// reduces one piece, the host writes the next into page-locked memory and a second stream
+    /// copies it to the GPU, so only the first piece's upload adds to the kernels' time.
     ///
     /// # Errors
     ///
@@ -538,10 +528,43 @@ impl<C: MsmCurve> MsmContext<C> {
         scalar_sets: &[&[C::ScalarField]],
     ) -> Result<Vec<Projective<C>>, Error> {
         check_batch(self.points, scalar_sets)?;
-        scalar_sets
-            .iter()
-            .map(|scalars| self.msm(scalars))
-            .collect()
+        self.msm_uploaded(scalar_sets)
+    }
+
+    /// The sums of [`MsmContext::msm_batch`], for sets of the bases' length.
+    fn msm_uploaded(&self, sets: &[&[C::ScalarField]]) -> Result<Vec<Projective<C>>, Error> {
+        if sets.is_empty() {
+            return Ok(Vec::new());
+        }
+        let gpu = &self.cuda.gpu;
+        let mut guard = self.scratch()?;
+        let Some(scratch) = guard.as_mut() else {
+            unreachable!("MsmContext::scratch allocates the scratch")
+        };
+        let pieces = upload_pieces(self.points, scratch.chunk, sets.len());
+        let mut staged = match scratch.staged.take() {
+            Some(staged) => staged,
+            None => Staged::new(gpu, scratch.chunk)?,
+        };
+        let mut sums = gpu.alloc_zeroed::<XyzzOf<C>>(pieces.len())?;
+        // The staged device buffer is free once the work queued so far is done.
+        let mut consumed = gpu.mark()?;
+        staged.upload::<C>(&sets[pieces[0].set][pieces[0].range()], &consumed)?;
+        for (slot, piece) in pieces.iter().enumerate() {
+            gpu.wait_for(&staged.queue.mark()?)?;
+            self.load_scalars(scratch, &staged.device, 0, piece.n)?;
+            consumed = gpu.mark()?;
+            self.reduce_chunk(scratch, piece.first, piece.n, &mut sums, slot)?;
+            if let Some(next) = pieces.get(slot + 1) {
+                staged.upload::<C>(&sets[next.set][next.range()], &consumed)?;
+            }
+        }
+        let mut totals = vec![Projective::<C>::zero(); sets.len()];
+        for (piece, sum) in pieces.iter().zip(sums.to_host()?) {
+            totals[piece.set] += sum.to_arkworks();
+        }
+        scratch.staged = Some(staged);
+        Ok(totals)
     }
 
     /// Copies scalars to the device for [`MsmContext::msm_device`] (to time the MSM without
@@ -577,12 +600,14 @@ impl<C: MsmCurve> MsmContext<C> {
         let Some(scratch) = guard.as_mut() else {
             unreachable!("MsmContext::scratch allocates the scratch")
         };
-        let mut sum = Projective::<C>::zero();
-        for first in (0..self.points).step_by(scratch.chunk) {
+        let chunks: Vec<usize> = (0..self.points).step_by(scratch.chunk).collect();
+        let mut sums = self.cuda.gpu.alloc_zeroed::<XyzzOf<C>>(chunks.len())?;
+        for (slot, &first) in chunks.iter().enumerate() {
             let n = scratch.chunk.min(self.points - first);
-            sum += self.msm_chunk(scratch, &scalars.limbs, first, first, n)?;
+            self.load_scalars(scratch, &scalars.limbs, first, n)?;
+            self.reduce_chunk(scratch, first, n, &mut sums, slot)?;
         }
-        Ok(sum)
+        Ok(sums.to_host()?.iter().map(|sum| sum.to_arkworks()).sum())
     }
 
     /// The scratch memory, allocated at the first MSM.
@@ -594,20 +619,46 @@ impl<C: MsmCurve> MsmContext<C> {
         Ok(guard)
     }
 
-    /// The sum over bases `first .. first + n` with their scalars, which start at scalar
-    /// `offset` of `scalars` (on the device).
-    fn msm_chunk(
+    /// Queues the conversion of `n` scalars of `scalars` (on the device, four Montgomery-form
+    /// limbs each), from scalar `offset` on, into the scratch's plain integers: the only read
+    /// of `scalars` for a chunk.
+    fn load_scalars(
         &self,
-        scratch: &mut Scratch<C>,
+        s: &mut Scratch<C>,
         scalars: &DeviceBuffer<u64>,
         offset: usize,
+        n: usize,
+    ) -> Result<(), Error> {
+        let (offset64, n64) = (offset as u64, n as u64);
+        // SAFETY: the arguments match msm_scalars_canonical in msm.cu in number, order and
+        // layout; `scalars` holds at least offset + n scalars (the callers' chunks) and
+        // `s.scalars` holds `chunk >= n`.
+        unsafe {
+            self.cuda
+                .gpu
+                .launch(&self.kernels.scalars_canonical, Grid::cover(n64, THREADS))
+                .buffer(scalars)
+                .value(&offset64)
+                .value(&n64)
+                .buffer_mut(&mut s.scalars)
+                .run()?;
+        }
+        Ok(())
+    }
+
+    /// Queues the sum over bases `first .. first + n` with the scalars that
+    /// [`MsmContext::load_scalars`] put in the scratch, into `sums[slot]`.
+    fn reduce_chunk(
+        &self,
+        s: &mut Scratch<C>,
         first: usize,
         n: usize,
-    ) -> Result<Projective<C>, Error> {
+        sums: &mut DeviceBuffer<XyzzOf<C>>,
+        slot: usize,
+    ) -> Result<(), Error> {
         let gpu = &self.cuda.gpu;
         let kernels = &self.kernels;
-        let s = scratch;
-        let (offset64, first64, n64) = (offset as u64, first as u64, n as u64);
+        let (first64, n64) = (first as u64, n as u64);
         let buckets_per_window = 1u32 << (self.window_bits - 1);
         let layout = DigitLayout {
             n: n64,
@@ -625,28 +676,20 @@ impl<C: MsmCurve> MsmContext<C> {
                 0
             },
         };
-        let per_scalar = Grid::cover(n64, THREADS);
         s.counts.zero()?;
         s.buckets.zero()?;
         s.pieces.zero()?;
         // SAFETY: for every launch below, the arguments match the kernel's parameters in
-        // msm.cu in number, order and layout. Bounds: `scalars` holds at least offset + n
-        // scalars (the callers' chunks) and first + n <= points; `s.scalars` holds `chunk >= n`
-        // scalars; digit keys are below the length of buckets (bucket sets times 2^(c - 1)),
-        // their fine partitions below `s.fine` (the length of counts and cursors; the sort's
+        // msm.cu in number, order and layout. Bounds: first + n <= points; `s.scalars` holds
+        // `chunk >= n` scalars; digit keys are below the length of buckets (bucket sets times
+        // 2^(c - 1)), their fine partitions below `s.fine` (the length of counts and cursors; the sort's
         // blocks get a counter of dynamic shared memory for each of a partition's keys) and
         // their coarse ones below the length of coarse_cursors; at most n * windows <=
         // `s.entries` digits are partitioned and sorted; pass p writes at most
         // 2 * `s.segments[p]` partials, which fit its output buffer (sized in Scratch::new);
         // the group sums hold (W, P) for windows * groups nodes, and each tree level writes
         // half of what it reads.
-        unsafe {
-            gpu.launch(&kernels.scalars_canonical, per_scalar)
-                .buffer(scalars)
-                .value(&offset64)
-                .value(&n64)
-                .buffer_mut(&mut s.scalars)
-                .run()?;
+        let current = unsafe {
             let count = &kernels.count_partitions;
             let tile_scalars = spread_tile(n64, COUNT_TILE);
             let blocks = n64.div_ceil(tile_scalars) as u32;
@@ -803,15 +846,104 @@ impl<C: MsmCurve> MsmContext<C> {
                     .value(&self.window_bits)
                     .buffer_mut(&mut s.result)
                     .run()?;
+            }
+            current
+        };
+        let sum = if self.shifted_bases {
+            &s.group_sums[current]
+        } else {
+            &s.result
+        };
+        sums.copy_from_device(slot, sum, 0, 1)?;
+        Ok(())
+    }
+}
+
+/// A chunk of one scalar set that [`MsmContext::msm_batch`] uploads and reduces at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Piece {
+    /// The set's index in the batch.
+    set: usize,
+    /// The first base (and scalar) of the chunk.
+    first: usize,
+    /// The number of scalars.
+    n: usize,
+}
+
+impl Piece {
+    /// The chunk's scalars within the set.
+    fn range(&self) -> std::ops::Range<usize> {
+        self.first..self.first + self.n
+    }
+}
+
+/// The pieces of a batch of `sets` sets over `points` bases, with chunks of at most `chunk`
+/// scalars: each set in chunks, in order, and the batch's first chunk split in a quarter and
+/// the rest when it has at least `LEAD_SPLIT_MIN` scalars. Only the first piece's upload is
+/// waited for (the others are copied while the GPU reduces the piece before them), and a
+/// quarter is about the shortest first piece whose reduction lasts as long as the upload of
+/// the rest.
+fn upload_pieces(points: usize, chunk: usize, sets: usize) -> Vec<Piece> {
+    let mut pieces = Vec::new();
+    for set in 0..sets {
+        for first in (0..points).step_by(chunk.max(1)) {
+            let n = chunk.min(points - first);
+            if pieces.is_empty() && n >= LEAD_SPLIT_MIN {
+                let lead = n / 4;
+                pieces.push(Piece {
+                    set,
+                    first,
+                    n: lead,
+                });
+                pieces.push(Piece {
+                    set,
+                    first: first + lead,
+                    n: n - lead,
+                });
             } else {
-                let mut sum = [XyzzOf::<C>::default()];
-                s.group_sums[current].copy_to_host(&mut sum)?;
-                return Ok(sum[0].to_arkworks());
+                pieces.push(Piece { set, first, n });
             }
         }
-        let mut sum = [XyzzOf::<C>::default()];
-        s.result.copy_to_host(&mut sum)?;
-        Ok(sum[0].to_arkworks())
+    }
+    pieces
+}
+
+/// What [`MsmContext::msm_batch`] uploads scalars through, kept between calls: page-locked
+/// memory the host writes a piece's limbs into, the device buffer they are copied to, and the
+/// queue that copies them while the GPU works on the piece before.
+#[derive(Debug)]
+struct Staged {
+    /// Declared (so dropped) before `device`: its drop waits for the last copy, which writes
+    /// `device`, so that the device buffer is never freed under a copy (after an error, say).
+    pinned: PinnedBuffer<u64>,
+    device: DeviceBuffer<u64>,
+    queue: CopyQueue,
+}
+
+impl Staged {
+    /// Room for `chunk` scalars.
+    fn new(gpu: &Gpu, chunk: usize) -> Result<Self, Error> {
+        Ok(Self {
+            pinned: gpu.alloc_pinned(4 * chunk)?,
+            device: gpu.alloc_zeroed(4 * chunk)?,
+            queue: gpu.copy_queue()?,
+        })
+    }
+
+    /// Writes the limbs of `scalars` into the page-locked memory (once its last copy is done)
+    /// and queues their copy to the device buffer after `consumed`, the mark after which no
+    /// kernel reads the device buffer any more.
+    fn upload<C: MsmCurve>(
+        &mut self,
+        scalars: &[C::ScalarField],
+        consumed: &Mark,
+    ) -> Result<(), Error> {
+        let len = 4 * scalars.len();
+        fill_limbs::<C>(&mut self.pinned.as_mut_slice()?[..len], scalars);
+        self.queue.wait_for(consumed)?;
+        self.queue
+            .upload(&mut self.device, 0, &mut self.pinned, len)?;
+        Ok(())
     }
 }
 
@@ -904,7 +1036,7 @@ struct Scratch<C: MsmCurve> {
     result: DeviceBuffer<XyzzOf<C>>,
     /// The page-locked staging buffer and device buffer of [`MsmContext::msm`]'s scalar
     /// uploads (allocated at its first call).
-    staged: Option<(PinnedBuffer<u64>, DeviceBuffer<u64>)>,
+    staged: Option<Staged>,
 }
 
 /// A pass's input (keys, points) and output (keys, points) partial buffers.
@@ -1150,6 +1282,40 @@ mod tests {
                         assert!(entries.div_ceil(segment - 1) > waves * wave.max(1));
                     }
                 }
+            }
+        }
+    }
+
+    /// The pieces cover every scalar of every set once, in order, within the chunk size;
+    /// only the batch's first chunk is split, and only when large.
+    #[test]
+    fn upload_pieces_cover_each_set_once() {
+        let big = LEAD_SPLIT_MIN;
+        for (points, chunk, sets) in [
+            (1, 1, 1),
+            (5, 2, 3),
+            (big - 1, big, 2),
+            (big, big, 1),
+            (big + 3, big, 2),
+            (4 * big + 1, 3 * big, 3),
+            (7, 100, 0),
+        ] {
+            let pieces = upload_pieces(points, chunk, sets);
+            let split = points.min(chunk) >= big && sets > 0;
+            let chunks_per_set = points.div_ceil(chunk);
+            assert_eq!(pieces.len(), sets * chunks_per_set + usize::from(split));
+            for set in 0..sets {
+                let mut next = 0;
+                for piece in pieces.iter().filter(|p| p.set == set) {
+                    assert_eq!(piece.first, next);
+                    assert!((1..=chunk).contains(&piece.n));
+                    next += piece.n;
+                }
+                assert_eq!(next, points);
+            }
+            if split {
+                assert_eq!(pieces[0].n, points.min(chunk) / 4);
+                assert_eq!(pieces[0].n + pieces[1].n, points.min(chunk));
             }
         }
     }

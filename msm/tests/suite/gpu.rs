@@ -4,7 +4,8 @@
 //! of `SPEC.md`, every window width with and without shifted bases, chunked runs, batches,
 //! device scalars, the errors, and proptest. BN254 G1's large run has 2^20 + 3 points, so that
 //! its shifted copies are made in two slices, and BLS12-381 G1's largest edge cases 140,001, so
-//! that infinities meet batches of more than one inversion (`msm_precompute_window`).
+//! that infinities meet batches of more than one inversion (`msm_precompute_window`); a BN254
+//! G1 run of 2^22 + 5 points has its first chunk uploaded in two pieces.
 //!
 //! Every test needs a CUDA GPU: run with
 //! `cargo test --release -p gpu-crypto-msm --test suite gpu:: -- --include-ignored`. They fail,
@@ -309,6 +310,36 @@ fn one_backend_serves_every_group() {
         check::<ark_bls12_381::g1::Config>(&gpu, 778, seed + 2);
         check::<ark_bn254::g1::Config>(&gpu, 779, seed + 4);
         check::<ark_bls12_381::g2::Config>(&gpu, 780, seed + 6);
+    }
+}
+
+/// A call's first chunk of at least 2^22 scalars goes to the GPU in two pieces (a quarter, then
+/// the rest; later pieces are copied while the GPU reduces the one before): single MSMs and
+/// batches, with shifted bases and without, and a chunked context whose last chunk is short.
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn large_first_chunks_go_up_in_two_pieces() {
+    type C = ark_bn254::g1::Config;
+    let gpu = cuda();
+    let n = (1 << 22) + 5;
+    let seed = fresh_seed();
+    let bases = random_bases::<C>(n, seed);
+    let sets = [
+        random_scalars::<C>(n, seed + 1),
+        random_scalars::<C>(n, seed + 2),
+    ];
+    let expected = [oracle(&bases, &sets[0]), oracle(&bases, &sets[1])];
+    for (scratch_points, shifted_bases) in [(None, false), (None, true), (Some(n - 3), false)] {
+        let options = ContextOptions {
+            scratch_points,
+            shifted_bases,
+            ..ContextOptions::default()
+        };
+        let what = format!("{options:?}, seed {seed}");
+        let context = gpu.context(&bases, options).unwrap();
+        assert_eq!(context.msm(&sets[1]).unwrap(), expected[1], "{what}");
+        let batch = context.msm_batch(&[&sets[0], &sets[1]]).unwrap();
+        assert_eq!(batch, expected, "{what}, batch");
     }
 }
 
