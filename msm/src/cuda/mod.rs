@@ -40,7 +40,7 @@ use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use ark_ec::short_weierstrass::{Affine, Projective};
-use ark_ff::Zero;
+use ark_ff::{Field, Zero};
 use kernels::source::Module;
 use kernels::{CopyQueue, DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, Mark, PinnedBuffer};
 use rayon::prelude::*;
@@ -514,10 +514,11 @@ impl<C: MsmCurve> MsmContext<C> {
 
     /// One MSM per scalar set over the context's bases.
     ///
-    /// The scalars go to the GPU in pieces: a set in chunks of the scratch's size, and the
-    /// first chunk of a call split in a quarter and the rest when it is large. While the GPU
-    /// reduces one piece, the host writes the next into page-locked memory and a second stream
-    /// copies it to the GPU, so only the first piece's upload adds to the kernels' time.
+    /// The scalars go to the GPU in pieces: a set in chunks of the scratch's size, and in G1
+    /// the first chunk of a call, when it has 2^22 scalars or more, in a quarter and the rest.
+    /// While the GPU reduces one piece, the host writes the next into page-locked memory and
+    /// a second stream copies it to the GPU, so only the first piece's upload adds to the
+    /// kernels' time.
     ///
     /// # Errors
     ///
@@ -541,7 +542,9 @@ impl<C: MsmCurve> MsmContext<C> {
         let Some(scratch) = guard.as_mut() else {
             unreachable!("MsmContext::scratch allocates the scratch")
         };
-        let pieces = upload_pieces(self.points, scratch.chunk, sets.len());
+        // G1 (coordinates in the prime field) has its first upload split; see upload_pieces.
+        let split_first = C::BaseField::extension_degree() == 1;
+        let pieces = upload_pieces(self.points, scratch.chunk, sets.len(), split_first);
         let mut staged = match scratch.staged.take() {
             Some(staged) => staged,
             None => Staged::new(gpu, scratch.chunk)?,
@@ -676,6 +679,9 @@ impl<C: MsmCurve> MsmContext<C> {
                 0
             },
         };
+        // At most this many digits, the first pass's threads each taking `per_segment`.
+        let entries = n64 * u64::from(self.windows);
+        let per_segment = chunk_segment(entries, s.wave, s.segments[0]) as u32;
         s.counts.zero()?;
         s.buckets.zero()?;
         s.pieces.zero()?;
@@ -770,13 +776,13 @@ impl<C: MsmCurve> MsmContext<C> {
                 .run()?;
             gpu.launch(
                 &kernels.accumulate_affine,
-                Grid::cover(s.segments[0], THREADS),
+                Grid::cover(entries.div_ceil(u64::from(per_segment)), THREADS),
             )
             .buffer(&self.bases)
             .buffer(&s.sorted)
             .buffer_mut(&mut s.counters)
             .buffer_mut(&mut s.pieces)
-            .value(&s.first_segment)
+            .value(&per_segment)
             .buffer_mut(&mut s.buckets)
             .buffer_mut(&mut s.partial_keys[0])
             .buffer_mut(&mut s.partial_points[0])
@@ -878,17 +884,20 @@ impl Piece {
 }
 
 /// The pieces of a batch of `sets` sets over `points` bases, with chunks of at most `chunk`
-/// scalars: each set in chunks, in order, and the batch's first chunk split in a quarter and
-/// the rest when it has at least `LEAD_SPLIT_MIN` scalars. Only the first piece's upload is
-/// waited for (the others are copied while the GPU reduces the piece before them), and a
-/// quarter is about the shortest first piece whose reduction lasts as long as the upload of
-/// the rest.
-fn upload_pieces(points: usize, chunk: usize, sets: usize) -> Vec<Piece> {
+/// scalars: each set in chunks, in order, and with `split_first`, the batch's first chunk in a
+/// quarter and the rest when it has at least `LEAD_SPLIT_MIN` scalars.
+///
+/// Only the first piece's upload is waited for (the others are copied while the GPU reduces
+/// the piece before them), at the cost of one more bucket reduction. On an H200, a quarter
+/// gave the most of that in G1 (whose MSM from uploaded scalars takes 1.25-1.5 times the
+/// resident one); G2's additions cost so much more that there the upload is 7-15% of an MSM
+/// and the extra reduction costs about what the split saves.
+fn upload_pieces(points: usize, chunk: usize, sets: usize, split_first: bool) -> Vec<Piece> {
     let mut pieces = Vec::new();
     for set in 0..sets {
         for first in (0..points).step_by(chunk.max(1)) {
             let n = chunk.min(points - first);
-            if pieces.is_empty() && n >= LEAD_SPLIT_MIN {
+            if split_first && pieces.is_empty() && n >= LEAD_SPLIT_MIN {
                 let lead = n / 4;
                 pieces.push(Piece {
                     set,
@@ -1003,8 +1012,8 @@ struct Scratch<C: MsmCurve> {
     bucket_sets: u32,
     /// Groups of buckets per set in the bucket reduction.
     groups: u32,
-    /// Entries per thread in the first reduction pass.
-    first_segment: u32,
+    /// Threads of the first reduction pass that run at once.
+    wave: u64,
     /// The most segments (threads) of each reduction pass.
     segments: Vec<u64>,
     scalars: DeviceBuffer<u64>,
@@ -1087,8 +1096,7 @@ impl<C: MsmCurve> Scratch<C> {
             chunk = (room / per_scalar(first_segment_for(chunk))).clamp(1, chunk - 1);
         }
         let entries = chunk * windows;
-        let first_segment = first_segment_for(chunk) as u32;
-        let mut segments = vec![entries.div_ceil(u64::from(first_segment))];
+        let mut segments = vec![entries.div_ceil(first_segment_for(chunk))];
         while let Some(&last) = segments.last().filter(|&&s| s > 1) {
             segments.push((2 * last).div_ceil(u64::from(LATER_PASS_SEGMENT)));
         }
@@ -1104,7 +1112,7 @@ impl<C: MsmCurve> Scratch<C> {
             coarse_cursors: u32s(fine.div_ceil(FINE_PER_COARSE))?,
             bucket_sets,
             groups: groups as u32,
-            first_segment,
+            wave,
             scalars: gpu.alloc_zeroed(4 * chunk as usize)?,
             counts: u32s(fine)?,
             cursors: u32s(fine)?,
@@ -1153,6 +1161,15 @@ fn first_segment(entries: u64, wave: u64) -> u64 {
     let segment = (entries >> FIRST_PASS_THREADS_LOG).clamp(2, FIRST_SEGMENT_MAX);
     let waves = entries.div_ceil(segment).div_ceil(wave).max(1);
     entries.div_ceil(waves * wave).clamp(2, segment)
+}
+
+/// Entries per thread of the first reduction pass over a chunk of at most `entries` digits, when
+/// `wave` of its threads run at once and its partial sums have room for `max_segments`
+/// segments: `first_segment` of the chunk's own entries (so that a chunk shorter than the
+/// scratch's still fills the GPU), or more where that would give too many segments. For a
+/// chunk of the scratch's size, `first_segment` of its entries, which sized `max_segments`.
+fn chunk_segment(entries: u64, wave: u64, max_segments: u64) -> u64 {
+    first_segment(entries, wave).max(entries.div_ceil(max_segments.max(1)))
 }
 
 /// A pass's tile for `items` (scalars or entries) when its largest is `tile`: small enough that
@@ -1286,12 +1303,37 @@ mod tests {
         }
     }
 
+    /// A chunk shorter than the scratch's gets a first-pass segment of its own whose segments
+    /// fit the scratch's partial sums; one of the scratch's size gets the scratch's.
+    #[test]
+    fn chunk_segments_fit_the_scratch() {
+        let windows = 12u64;
+        for wave in [1, 132 * 4 * 128, 1 << 20] {
+            for log in 0..=27u32 {
+                for chunk in [1u64 << log, (1u64 << log) * 3 + 1] {
+                    let full = first_segment(chunk * windows, wave);
+                    let max_segments = (chunk * windows).div_ceil(full);
+                    assert_eq!(chunk_segment(chunk * windows, wave, max_segments), full);
+                    for n in [1, 2, chunk / 8, chunk / 4 + 1, chunk / 2, chunk - 1] {
+                        let entries = n.max(1) * windows;
+                        let segment = chunk_segment(entries, wave, max_segments);
+                        assert!((2..=FIRST_SEGMENT_MAX.max(full)).contains(&segment));
+                        assert!(
+                            entries.div_ceil(segment) <= max_segments,
+                            "chunk {chunk}, n {n}, wave {wave}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     /// The pieces cover every scalar of every set once, in order, within the chunk size;
-    /// only the batch's first chunk is split, and only when large.
+    /// only the batch's first chunk is split, only when large and asked.
     #[test]
     fn upload_pieces_cover_each_set_once() {
         let big = LEAD_SPLIT_MIN;
-        for (points, chunk, sets) in [
+        for ((points, chunk, sets), split_first) in [
             (1, 1, 1),
             (5, 2, 3),
             (big - 1, big, 2),
@@ -1299,9 +1341,12 @@ mod tests {
             (big + 3, big, 2),
             (4 * big + 1, 3 * big, 3),
             (7, 100, 0),
-        ] {
-            let pieces = upload_pieces(points, chunk, sets);
-            let split = points.min(chunk) >= big && sets > 0;
+        ]
+        .into_iter()
+        .flat_map(|shape| [(shape, true), (shape, false)])
+        {
+            let pieces = upload_pieces(points, chunk, sets, split_first);
+            let split = split_first && points.min(chunk) >= big && sets > 0;
             let chunks_per_set = points.div_ceil(chunk);
             assert_eq!(pieces.len(), sets * chunks_per_set + usize::from(split));
             for set in 0..sets {
