@@ -1043,8 +1043,8 @@ struct Scratch<C: MsmCurve> {
     buckets: DeviceBuffer<XyzzOf<C>>,
     group_sums: [DeviceBuffer<XyzzOf<C>>; 2],
     result: DeviceBuffer<XyzzOf<C>>,
-    /// The page-locked staging buffer and device buffer of [`MsmContext::msm`]'s scalar
-    /// uploads (allocated at its first call).
+    /// What [`MsmContext::msm_batch`] (and `msm`) upload scalars through: the page-locked
+    /// buffer, its device buffer and the copy queue (made at the first call).
     staged: Option<Staged>,
 }
 
