@@ -260,6 +260,9 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         let stream = self.slice.stream().clone();
         // cudarc's memcpy_dtoh would copy the whole pinned buffer; this copies `len` elements.
         let host = &mut dst.as_mut_slice()?[..len];
+        // The raw copy below needs the context current on this thread, which may have made
+        // no driver call yet.
+        stream.context().bind_to_thread()?;
         let (src, record) = self.slice.device_ptr(&stream);
         // SAFETY: `host` is `len` elements of page-locked memory owned by `dst`, which waits
         // for this copy's event before any read, write or free; `src` holds at least `len`
@@ -301,6 +304,8 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         check_fits(offset.saturating_add(len), self.len())?;
         check_fits(len, src.len())?;
         let host = &src.as_slice()?[..len];
+        // As in `copy_to_pinned_async`: the raw copy needs the context current here.
+        stream.context().bind_to_thread()?;
         let mut range = self.slice.slice_mut(offset..offset + len);
         let (dst, record) = range.device_ptr_mut(stream);
         // SAFETY: `host` is `len` elements of page-locked memory owned by `src`, which waits

@@ -380,3 +380,51 @@ fn copies_on_a_copy_queue_are_ordered_by_marks() {
         Err(GpuError::BufferTooSmall { .. })
     ));
 }
+
+/// Each copy from or to page-locked memory works as the first driver call of a thread (the
+/// raw copies need the context made current there).
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn page_locked_copies_work_on_a_fresh_thread() {
+    // Its buffers would take memory from the pool under the pool tests' feet.
+    let (_pool, gpu) = first_gpu_holding_pool();
+    let n = 1usize << 16;
+    let words = filled(n, 0x9e37_79b9);
+    let staged = || {
+        let mut staging = gpu.alloc_pinned::<u32>(n).unwrap();
+        staging.as_mut_slice().unwrap().copy_from_slice(&words);
+        staging
+    };
+    let fresh_thread =
+        |work: Box<dyn FnOnce() -> Vec<u32> + Send>| std::thread::spawn(work).join().unwrap();
+
+    let (queue, mut staging, mut dst) = (
+        gpu.copy_queue().unwrap(),
+        staged(),
+        gpu.alloc_zeroed::<u32>(n).unwrap(),
+    );
+    let handle = Arc::clone(&gpu);
+    let uploaded = fresh_thread(Box::new(move || {
+        queue.upload(&mut dst, 0, &mut staging, n).unwrap();
+        handle.wait_for(&queue.mark().unwrap()).unwrap();
+        dst.to_host().unwrap()
+    }));
+    assert_eq!(uploaded, words, "an upload on a copy queue");
+
+    let (mut staging, mut dst) = (staged(), gpu.alloc_zeroed::<u32>(n).unwrap());
+    let uploaded = fresh_thread(Box::new(move || {
+        dst.copy_from_pinned_async(0, &mut staging, n).unwrap();
+        dst.to_host().unwrap()
+    }));
+    assert_eq!(uploaded, words, "an upload on the handle's stream");
+
+    let (src, mut back) = (
+        gpu.upload(&words).unwrap(),
+        gpu.alloc_pinned::<u32>(n).unwrap(),
+    );
+    let downloaded = fresh_thread(Box::new(move || {
+        src.copy_to_pinned_async(n, &mut back).unwrap();
+        back.as_slice().unwrap().to_vec()
+    }));
+    assert_eq!(downloaded, words, "a download");
+}
