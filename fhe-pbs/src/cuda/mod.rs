@@ -18,25 +18,26 @@
 //! # Pipeline
 //!
 //! Per chunk of a batch (up to 4,096 ciphertexts; fewer when the free device memory or
-//! [`Cuda::with_max_chunk`] asks for it): one upload, then key switch (for `KS_PBS`), blind
-//! rotation (which switches the modulus of its inputs as it reads them), sample extraction
-//! (by the cluster kernel itself as it writes its outputs, else a launch of its own), all on
-//! one stream, then one download. No round trip to the host between the stages. The copies
-//! go through page-locked buffers and are queued like the kernels, so the host stages the
+//! [`Cuda::with_max_chunk`] asks for it): key switch (for `KS_PBS`), blind rotation (which
+//! switches the modulus of its inputs as it reads them), sample extraction (by the cluster
+//! kernel itself as it writes its outputs, else a launch of its own), all on one stream, with
+//! no round trip to the host between the stages. The chunk's inputs and outputs stay in
+//! page-locked host memory, which the first and last kernels read and write in place over the
+//! bus: no copy is queued (each cost about 10 us of host time on an H100 machine, during which
+//! a single ciphertext's GPU work could not start), and a large chunk's outputs land in host
+//! memory as its bootstraps finish. Two exceptions: a key switch alone that sums into device
+//! memory with atomics (where the key switch by key columns or tensor cores is not available)
+//! ends with a download, and the amortized blind rotation, which reads each ciphertext's words
+//! as its CMuxes need them, gets its inputs uploaded. A run of more than 16 ciphertexts
+//! uploads its lookup table once (every bootstrap reads it); a smaller one reads it in place.
+//! The chunks alternate between two sets of page-locked buffers, so that the host stages the
 //! next chunk and unpacks the previous one while the GPU works on this one.
 //!
 //! Batches can also stay on the device: [`Cuda::upload`] makes [`DeviceLweCiphertexts`], and
 //! [`Cuda::keyswitch_on_device`], [`Cuda::bootstrap_on_device`] and
 //! [`Cuda::keyswitch_bootstrap_on_device`] queue the same stages on them and return their
 //! outputs on the device, without waiting (chunks of a large batch go through
-//! device-to-device copies). A run of at most
-//! 16 ciphertexts queues no copy at all: its first kernel reads the inputs, and the blind
-//! rotation the table, from the page-locked buffers in place, and the last kernel writes the
-//! outputs there (but a key switch alone that sums into device memory with atomics, where
-//! the key switch by key columns is not available, ends with a download, and the amortized
-//! blind rotation, which reads each ciphertext's words as its CMuxes need them, gets its
-//! inputs uploaded). Each copy queued cost about 10 us of host time on an H100 machine,
-//! during which a single ciphertext's GPU work could not start.
+//! device-to-device copies).
 //!
 //! # FFT and key switch on the device
 //!
@@ -173,9 +174,9 @@ const NULL_DEVICE_POINTER: u64 = 0;
 const ELEMENTWISE_THREADS: u32 = 256;
 /// Fraction of the free device memory a chunk may use, in percent.
 const CHUNK_MEMORY_PERCENT: usize = 70;
-/// Runs of at most this many ciphertexts leave their inputs, table and outputs in page-locked
-/// host memory, which the kernels read and write in place (see [`Cuda::run`]).
-const IN_PLACE_MAX_CIPHERTEXTS: usize = 16;
+/// The blind rotations of a run of at most this many ciphertexts read the lookup table from
+/// page-locked host memory in place; a larger run uploads it (see [`Cuda::run`]).
+const TABLE_IN_PLACE_MAX_CIPHERTEXTS: usize = 16;
 
 /// The kernels' `FheShape` parameter, passed by value.
 #[repr(C)]
@@ -506,11 +507,9 @@ impl Cuda {
         }
     }
 
-    /// At most `max_chunk` ciphertexts per upload/launch/download round (at least 1; chunks
-    /// never exceed 4,096 ciphertexts, nor what the free device memory allows). For tests of
-    /// the chunking path and to bound device memory. Runs of at most 16 ciphertexts, which
-    /// stay in page-locked host memory and take little device memory, go in one round
-    /// whatever the limit.
+    /// At most `max_chunk` ciphertexts per chunk of a batch (at least 1; chunks never exceed
+    /// 4,096 ciphertexts, nor what the free device memory allows). For tests of the chunking
+    /// path and to bound device and page-locked memory.
     #[must_use]
     pub fn with_max_chunk(&self, max_chunk: usize) -> Self {
         Self {

@@ -1,15 +1,15 @@
 //! Running a batch: the page-locked staging buffers, the chunks, and the stages queued on the
-//! GPU's stream between one upload and one download (see "Pipeline" in the module docs of
-//! [`super`]).
+//! GPU's stream, which read the inputs from and write the outputs to those buffers in place
+//! (see "Pipeline" in the module docs of [`super`]).
 
 use super::*;
 
-/// The page-locked buffers of [`Cuda::run`]: one chunk of inputs, one of outputs, and the
-/// lookup table.
+/// The page-locked buffers of [`Cuda::run`]: two sets of one chunk's inputs and outputs (the
+/// chunks alternate between them), and the lookup table.
 #[derive(Debug, Default)]
 pub(super) struct Staging {
-    inputs: Option<PinnedBuffer<u64>>,
-    outputs: Option<PinnedBuffer<u64>>,
+    inputs: [Option<PinnedBuffer<u64>>; 2],
+    outputs: [Option<PinnedBuffer<u64>>; 2],
     table: Option<PinnedBuffer<u64>>,
 }
 
@@ -255,18 +255,12 @@ impl Cuda {
 
     /// Runs `pipeline` on every ciphertext; returns each output's words.
     ///
-    /// A run of at most [`IN_PLACE_MAX_CIPHERTEXTS`] stays in page-locked host memory: the
-    /// first kernel reads the inputs there (unless it is the amortized blind rotation, which
-    /// reads them one CMux at a time: they are uploaded), the blind rotation the table, and
-    /// the last kernel writes the outputs there (except a key switch's summed with device
-    /// atomics, see [`Cuda::keyswitch_device`]), so that no copy is queued. On an H100
-    /// machine, each small copy cost about 10 us of the host's time before the GPU could
-    /// start (see docs/journal/fhe-pbs.md).
-    ///
-    /// A larger batch goes through in chunks of at most [`CHUNK_CIPHERTEXTS`] (fewer when the
-    /// free device memory or [`Cuda::with_max_chunk`] says so), all queued on the one stream:
-    /// while the GPU works on chunk `i`, the host unpacks the outputs of chunk `i - 1` and
-    /// stages the inputs of chunk `i + 1`, through one page-locked buffer each way.
+    /// The ciphertexts go through in chunks ([`Cuda::chunk_len`]), each in page-locked host
+    /// memory that its first kernel reads and its last kernel writes in place, as the module
+    /// docs' "Pipeline" says (with its two exceptions: the amortized blind rotation's inputs
+    /// are uploaded, and a key switch's output summed in device memory is downloaded). The
+    /// chunks alternate between two sets of buffers: while the GPU works on chunk `i`, the
+    /// host unpacks the outputs of chunk `i - 1` and then stages the inputs of chunk `i + 1`.
     pub(super) fn run(
         &self,
         ciphertexts: &[LweCiphertext],
@@ -281,110 +275,66 @@ impl Cuda {
             .staging
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if ciphertexts.len() <= IN_PLACE_MAX_CIPHERTEXTS {
-            self.run_in_place(&mut staging, ciphertexts, lut, pipeline)
-        } else {
-            self.run_chunked(&mut staging, ciphertexts, lut, pipeline)
-        }
-    }
-
-    /// [`Cuda::run`] of a small batch in page-locked host memory.
-    pub(super) fn run_in_place(
-        &self,
-        staging: &mut Staging,
-        ciphertexts: &[LweCiphertext],
-        lut: Option<&LookupTable>,
-        pipeline: Pipeline,
-    ) -> Result<Vec<Vec<u64>>, Error> {
-        let in_width = ciphertexts[0].as_slice().len();
-        let out_width = self.output_width(pipeline);
+        let Staging {
+            inputs: [inputs_a, inputs_b],
+            outputs: [outputs_a, outputs_b],
+            table,
+        } = &mut *staging;
         let count = ciphertexts.len();
-        let Staging {
-            inputs,
-            outputs,
-            table,
-        } = staging;
-        let lut = match lut {
-            Some(lut) => Some(Words::Pinned(stage_table(&self.gpu, table, lut)?)),
-            None => None,
-        };
-        let inputs = stage_inputs(&self.gpu, inputs, ciphertexts, count * in_width)?;
-        // The amortized blind rotation reads its ciphertexts' words as each CMux needs them,
-        // not ahead as the cluster kernel does: over the bus, that cost 0.4 ms per bootstrap.
-        let uploaded;
-        let input = if pipeline.keyswitches() || self.rotates_in_clusters() {
-            Words::Pinned(inputs)
-        } else {
-            uploaded = self.gpu.upload_pinned_async(inputs, count * in_width)?;
-            Words::Device(&uploaded)
-        };
-        let outputs = pinned(&self.gpu, outputs, count * out_width)?;
-        let written = self.launch_pipeline(input, count, lut, pipeline, Output::Pinned(outputs))?;
-        if let Some(result) = written {
-            result.copy_to_pinned_async(result.len(), outputs)?;
-        }
-        let mut out = Vec::with_capacity(count);
-        unpack(outputs, count * out_width, out_width, &mut out)?;
-        Ok(out)
-    }
-
-    /// [`Cuda::run`] of a batch in chunks through device memory.
-    pub(super) fn run_chunked(
-        &self,
-        staging: &mut Staging,
-        ciphertexts: &[LweCiphertext],
-        lut: Option<&LookupTable>,
-        pipeline: Pipeline,
-    ) -> Result<Vec<Vec<u64>>, Error> {
-        let chunk = self.chunk_len(ciphertexts.len())?;
+        let chunk = self.chunk_len(count)?;
         let in_width = ciphertexts[0].as_slice().len();
         let out_width = self.output_width(pipeline);
-        let Staging {
-            inputs,
-            outputs,
-            table,
-        } = staging;
-        // The table goes up through page-locked memory too, queued before the first chunk.
-        let lut_buffer = match lut {
+        let table_upload;
+        let mut lut = match lut {
             Some(lut) => {
                 let staged = stage_table(&self.gpu, table, lut)?;
-                Some(
-                    self.gpu
-                        .upload_pinned_async(staged, lut.polynomial().len())?,
-                )
+                if count <= TABLE_IN_PLACE_MAX_CIPHERTEXTS {
+                    Some(Words::Pinned(staged))
+                } else {
+                    table_upload = self
+                        .gpu
+                        .upload_pinned_async(staged, lut.polynomial().len())?;
+                    Some(Words::Device(&table_upload))
+                }
             }
             None => None,
         };
-        let outputs = pinned(&self.gpu, outputs, chunk * out_width)?;
-        let mut out = Vec::with_capacity(ciphertexts.len());
-        // Stream order: upload i, download i - 1, kernels i. The host fills the input buffer
-        // (once upload i - 1 has left it) and reads the output buffer (once download i - 1
-        // has landed) while the kernels of chunk i run.
-        let mut previous: Option<DeviceBuffer<u64>> = None;
+        let mut out = Vec::with_capacity(count);
+        let (mut current, mut previous) = ((inputs_a, outputs_a), (inputs_b, outputs_b));
+        // Output words of the chunk before, in `previous`'s buffer, still to be unpacked.
+        let mut pending = 0;
         for part in ciphertexts.chunks(chunk) {
+            let (inputs, outputs) = &mut current;
             let staged = stage_inputs(&self.gpu, inputs, part, chunk * in_width)?;
-            let input = self
-                .gpu
-                .upload_pinned_async(staged, part.len() * in_width)?;
-            let downloaded = match previous.take() {
-                Some(result) => {
-                    result.copy_to_pinned_async(result.len(), outputs)?;
-                    result.len()
-                }
-                None => 0,
+            // The amortized blind rotation reads its ciphertexts' words as each CMux needs
+            // them, not ahead as the cluster kernel does: over the bus, that cost 0.4 ms per
+            // bootstrap.
+            let uploaded;
+            let input = if pipeline.keyswitches() || self.rotates_in_clusters() {
+                Words::Pinned(staged)
+            } else {
+                uploaded = self
+                    .gpu
+                    .upload_pinned_async(staged, part.len() * in_width)?;
+                Words::Device(&uploaded)
             };
-            previous = self.launch_pipeline(
-                Words::Device(&input),
-                part.len(),
-                lut_buffer.as_ref().map(Words::Device),
-                pipeline,
-                Output::Device,
-            )?;
-            unpack(outputs, downloaded, out_width, &mut out)?;
+            let outputs = pinned(&self.gpu, outputs, chunk * out_width)?;
+            let lut = lut.as_mut().map(Words::reborrow);
+            let written =
+                self.launch_pipeline(input, part.len(), lut, pipeline, Output::Pinned(outputs))?;
+            if let Some(result) = written {
+                result.copy_to_pinned_async(result.len(), outputs)?;
+            }
+            if pending > 0
+                && let Some(done) = previous.1.as_ref()
+            {
+                unpack(done, pending, out_width, &mut out)?;
+            }
+            pending = part.len() * out_width;
+            std::mem::swap(&mut current, &mut previous);
         }
-        if let Some(last) = previous {
-            last.copy_to_pinned_async(last.len(), outputs)?;
-            unpack(outputs, last.len(), out_width, &mut out)?;
+        if let Some(done) = previous.1.as_ref() {
+            unpack(done, pending, out_width, &mut out)?;
         }
         Ok(out)
     }
