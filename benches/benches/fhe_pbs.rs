@@ -2,9 +2,9 @@
 //! `PARAM_MESSAGE_2_CARRY_2`, on the CPU (FFT mode, rayon over batches) and on both CUDA
 //! engines.
 //!
-//! Ids are `<op>/<backend>` for one ciphertext (latency, host to host: upload, kernels,
-//! download) with op `ks`, `pbs`, `ks-pbs` and backend `cpu`, `cuda-low-latency`,
-//! `cuda-amortized`; and `ks-pbs-batch/<backend>/<size>` for batches of 1 to 16,384
+//! Ids are `<op>/<backend>` for one ciphertext (latency, host to host: the kernels read the
+//! input and write the output in page-locked host memory) with op `ks`, `pbs`, `ks-pbs` and
+//! backend `cpu`, `cuda-low-latency`, `cuda-amortized`; and `ks-pbs-batch/<backend>/<size>` for batches of 1 to 16,384
 //! ciphertexts (the amortized engine; the low-latency one, which `Engine::Auto` picks, up to
 //! 4,096; the CPU up to 256), host to host, throughput in ciphertexts; and
 //! `ks-pbs/cuda-low-latency-standard-switch`, the set run with the plain rounding modulus
