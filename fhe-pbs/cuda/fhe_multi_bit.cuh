@@ -13,6 +13,16 @@
 // The largest grouping factor (2^g GGSWs a group).
 #define FHE_MAX_GROUPING 4
 
+// exp(i pi a / N) for a < 2N, from `quadrant` (exp(i pi a / N) for a < N/2): i^(a / (N/2))
+// times entry a mod N/2, by swaps and sign changes, which are exact.
+__device__ __forceinline__ double2 monomial_value(const double2 *quadrant, u32 a) {
+    const double2 v = quadrant[a & (FHE_N / 2 - 1)];
+    const u32 turns = a / (FHE_N / 2);
+    // i (x + i y) = -y + i x; -1 (x + i y) = -x - i y.
+    const double2 w = (turns & 1) ? make_double2(-v.y, v.x) : v;
+    return (turns & 2) ? make_double2(-w.x, -w.y) : w;
+}
+
 // The key bundles of a multi-bit bootstrap (grouping factor g), off the blind rotation's
 // serial chain: for ciphertext c < count (n + 1 words at small + c (n + 1)) and group i,
 //   bundles[(c groups + i) GGSW + q] = sum over t < 2^g of W_q^(d_t) key[(i 2^g + t) GGSW + q],
@@ -20,8 +30,10 @@
 // classic key (a GGSW is FHE_GGSW_POLYS polynomials of N/2 complex values), d_t the switched
 // sum of the group's mask words selected by pattern t (tfhe-rs's modulus_switch_multi_bit;
 // d_0 = 0), and W_q^d the value of the monomial X^d at the evaluation point of position q:
-// exp(i pi r_q d / N), r_q = roots[q mod N/2] (odd, from the host's transform of X), read
-// from `monomials` (exp(i pi a / N) for a < 2N).
+// exp(i pi r_q d / N), r_q = roots[q mod N/2] (odd, from the host's transform of X). With
+// a = r_q d mod 2N, that is monomial_value(quadrant, a): each block copies `quadrant` (N/2
+// complex values) into its shared memory first, since the lanes of a warp look up scattered
+// entries, which shared memory serves in a few wavefronts where the L1 needs one a line.
 //
 // One thread per group i and position p < N/2, for all the GGSW's polynomials at p (they
 // share the monomials) and FHE_BUNDLE_TILE ciphertexts at a time; block b takes the tiles
@@ -29,15 +41,17 @@
 // positions b / tiles, so that the blocks running together read the same key values (the
 // key, 241 MB for tfhe-rs's g = 4 set, is read from memory about once per wave of blocks).
 // The block size divides N/2: a block lies in one group; its tile's degrees are switched
-// once, into shared memory.
+// once, into shared memory. Dynamic shared memory: N/2 double2.
 extern "C" __global__ void FHE_KERNEL_NAME(fhe_multi_bit_bundles)(
     const FheShape s, const u64 *__restrict__ small, const double2 *__restrict__ key,
-    const u32 *__restrict__ roots, const double2 *__restrict__ monomials, u32 grouping,
+    const u32 *__restrict__ roots, const double2 *__restrict__ quadrant, u32 grouping,
     u32 groups, u32 count, u32 tiles, double2 *__restrict__ bundles) {
     constexpr u32 HALF = FHE_N / 2;
     constexpr u64 GGSW_LEN = (u64)FHE_GGSW_POLYS * HALF;
     constexpr u32 TILE = FHE_BUNDLE_TILE;
     __shared__ u32 degrees[TILE << FHE_MAX_GROUPING];
+    extern __shared__ double2 fhe_smem[];  // `quadrant`
+    for (u32 e = threadIdx.x; e < HALF; e += blockDim.x) fhe_smem[e] = quadrant[e];
     const u32 blocks_per_group = HALF / blockDim.x;
     const u32 position_block = blockIdx.x / tiles;
     const u32 i = position_block / blocks_per_group;
@@ -59,7 +73,7 @@ extern "C" __global__ void FHE_KERNEL_NAME(fhe_multi_bit_bundles)(
             }
             degrees[e] = modulus_switch(word_sum, log2_2n);
         }
-        __syncthreads();
+        __syncthreads();  // the degrees (the first time, the table too) are written
         double2 acc[TILE][FHE_GGSW_POLYS];
 #pragma unroll
         for (u32 j = 0; j < FHE_GGSW_POLYS; j++) {
@@ -75,7 +89,7 @@ extern "C" __global__ void FHE_KERNEL_NAME(fhe_multi_bit_bundles)(
             for (u32 c = 0; c < TILE; c++) {
                 if (c < in_tile) {
                     const u32 angle = (root * degrees[c * patterns + t]) & (2 * FHE_N - 1);
-                    const double2 w = monomials[angle];
+                    const double2 w = monomial_value(fhe_smem, angle);
 #pragma unroll
                     for (u32 j = 0; j < FHE_GGSW_POLYS; j++) {
                         acc[c][j] = cmul_add(acc[c][j], values[j], w);
