@@ -8,7 +8,8 @@
 // read and each monomial looked up serves them all; their accumulators take 16 double2
 // registers. (32, for tfhe-rs's g = 4 set on an H100: 184 registers a thread, 12% of the
 // warps active, 21.5 ms for the bundles of 1,024 ciphertexts; 16: 120 registers, 24%,
-// 17.4 ms, the L1 87% busy with key values and monomials.)
+// 17.4 ms, the L1 87% busy with key values and monomials, when the monomials came from
+// global memory.)
 #define FHE_BUNDLE_TILE (FHE_GGSW_POLYS >= 16 ? 1 : 16 / FHE_GGSW_POLYS)
 // The largest grouping factor (2^g GGSWs a group).
 #define FHE_MAX_GROUPING 4

@@ -22,9 +22,9 @@ use rustfft::num_complex::Complex64;
 const BUNDLE_THREADS: usize = 128;
 
 /// Tiles of ciphertexts each block of `fhe_multi_bit_bundles` takes, one after the other: the
-/// block copies the monomial table into its shared memory once for them all. (1: 76.5 ms
-/// for a resident multi-bit batch of 4,096 on an H200; 4: 74.1 ms; 16: 73.8 ms, but fewer
-/// blocks than multiprocessors' worth for small batches: 5.03 against 4.78 ms at 256.)
+/// block copies the monomial table into its shared memory once for them all. (A resident
+/// multi-bit batch of 4,096 on an H200: 76.5 ms at 1, 74.1 ms at 4, 74.0 ms at 16; of 256:
+/// 4.78 ms at 4, 5.04 ms at 16.)
 const BUNDLE_TILES_PER_BLOCK: usize = 4;
 
 /// Ciphertexts one thread of `fhe_multi_bit_bundles` takes at a time for a GGSW of `polys`
