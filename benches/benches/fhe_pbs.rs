@@ -4,9 +4,10 @@
 //!
 //! Ids are `<op>/<backend>` for one ciphertext (latency, host to host: the kernels read the
 //! input and write the output in page-locked host memory) with op `ks`, `pbs`, `ks-pbs` and
-//! backend `cpu`, `cuda-low-latency`, `cuda-amortized`; and `ks-pbs-batch/<backend>/<size>` for batches of 1 to 16,384
-//! ciphertexts (the amortized engine; the low-latency one, which `Engine::Auto` picks, up to
-//! 4,096; the CPU up to 256), host to host, throughput in ciphertexts; and
+//! backend `cpu`, `cuda-low-latency`, `cuda-amortized`; and `ks-pbs-batch/<backend>/<size>`
+//! for batches of 1 to 16,384 ciphertexts (the amortized engine; the low-latency one, which
+//! `Engine::Auto` picks, up to 4,096; the CPU up to 256), host to host, throughput in
+//! ciphertexts; and
 //! `ks-pbs/cuda-low-latency-standard-switch`, the set run with the plain rounding modulus
 //! switch instead of its centered-mean one (what the latter costs); and backends
 //! `cpu-multi-bit-g4` and `cuda-multi-bit-g4`, tfhe-rs's
