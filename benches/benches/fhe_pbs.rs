@@ -14,8 +14,10 @@
 //! `PARAM_GPU_MULTI_BIT_GROUP_4_MESSAGE_2_CARRY_2` on the CPU (batches up to 16) and on the
 //! GPU (batches up to 4,096). `ks-pbs-batch-device/<backend>/<size>` are batches resident on
 //! the GPU (`Cuda::keyswitch_bootstrap_on_device`, waited for; no transfer), as TFHE-rs's
-//! GPU figures are; size 1 is one ciphertext's latency without the transfers. Keys come from
-//! a fixed seed; every output is decrypted and checked once before timing.
+//! GPU figures are; size 1 is one ciphertext's latency without the transfers. On a host with
+//! several GPUs, backend `cuda-multi-gpu` (`MultiGpu` over all of them, each batch split
+//! between them) runs the ids of one ciphertext and the host-to-host batches up to 16,384.
+//! Keys come from a fixed seed; every output is decrypted and checked once before timing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
@@ -171,6 +173,15 @@ fn cuda(c: &mut Criterion, keys: &EvaluationKeys, client: &ClientKey, inputs: &[
         b.iter(|| standard_gpu.keyswitch_bootstrap(&inputs[3], &lut).unwrap())
     });
     group.finish();
+
+    // Every GPU of the host, each batch split between them (only with at least two).
+    match fhe_pbs::MultiGpu::new(keys, Engine::Auto) {
+        Ok(gpus) if gpus.backends().len() > 1 => {
+            bench_backend(c, "cuda-multi-gpu", &gpus, client, inputs, max);
+        }
+        Ok(_) => eprintln!("fhe_pbs: one GPU, no multi-GPU benches"),
+        Err(why) => eprintln!("fhe_pbs: no multi-GPU benches: {why}"),
+    }
 }
 
 /// `ks-pbs-batch-device/<name>/<size>`: KS+PBS of batches already on the GPU, the outputs

@@ -24,8 +24,9 @@
 //! oracle) and `Fft` (an f64 negacyclic FFT, the bootstrap key kept in the Fourier domain).
 //! [`Cuda`] (feature `cuda`, on by default) implements it on the GPU with both keys resident
 //! in device memory and two engines ([`Engine`]: low latency with thread-block clusters, or
-//! amortized over large batches; see the `cuda` module docs for the kernels). [`Backend`]
-//! picks the GPU when one is usable and the CPU otherwise.
+//! amortized over large batches; see the `cuda` module docs for the kernels). [`MultiGpu`]
+//! (feature `cuda`) spreads batches over several GPUs of one host, a [`Cuda`] on each.
+//! [`Backend`] picks the GPU when one is usable and the CPU otherwise.
 //!
 //! # Example
 //!
@@ -177,7 +178,7 @@ pub mod source;
 pub use bootstrap_key::BootstrapKey;
 pub use cpu::{BlindRotationMode, Cpu};
 #[cfg(feature = "cuda")]
-pub use cuda::{Cuda, DeviceLweCiphertexts, Engine, stages};
+pub use cuda::{Cuda, DeviceLweCiphertexts, Engine, MultiGpu, stages};
 pub use error::Error;
 #[cfg(feature = "cuda")]
 pub use error::GpuFailure;

@@ -15,7 +15,7 @@ use fhe_pbs::modswitch::modulus_switch_lwe;
 use fhe_pbs::{
     BlindRotationMode, Bootstrapper, ClientKey, Cpu, Csprng, Cuda, DecompositionParams, Engine,
     Error, EvaluationKeys, GlweCiphertext, GlweDimension, LookupTable, LweCiphertext, LweDimension,
-    ModulusSwitchType, NoiseDistribution, PARAM_MESSAGE_2_CARRY_2, PARAM_TEST_INSECURE,
+    ModulusSwitchType, MultiGpu, NoiseDistribution, PARAM_MESSAGE_2_CARRY_2, PARAM_TEST_INSECURE,
     ParameterSpec, Parameters, PolynomialSize, stages,
 };
 
@@ -793,4 +793,86 @@ fn device_resident_batches_equal_the_host_batches() {
             assert!(out.is_empty() && out.to_host().unwrap().is_empty());
         }
     }
+}
+
+/// A multi-GPU backend gives, word for word, what one GPU gives, for every batch operation and
+/// awkward batch sizes (fewer ciphertexts than GPUs, uneven parts, several chunks), on every
+/// GPU of the host and on one GPU given three times (so a single-GPU machine runs the split
+/// too); single ciphertexts go round robin; a bad part is the batch's error.
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn multi_gpu_batches_equal_one_gpu_word_for_word() {
+    let mut rng = Csprng::from_seed([47; 32]);
+    let multi_bit = setup("multi-bit g = 3 (test shape)", multi_bit_test_set(3), 65);
+    let gpu = std::sync::Arc::clone(test_set().gpu.gpu());
+    for s in [test_set(), standard_set(), &multi_bit] {
+        let keys = s.cpu.keys();
+        let params = *keys.parameters();
+        let p = params.plaintext_modulus();
+        let table: Vec<u64> = (0..p).map(|_| rng.next_u64() % p).collect();
+        let lut = LookupTable::from_values(&params, &table).unwrap();
+        let inputs: Vec<LweCiphertext> = (0..133)
+            .map(|i| s.client.encrypt(i % p, &mut rng).unwrap())
+            .collect();
+        let one = s.gpu.with_engine(Engine::Auto);
+        let all = MultiGpu::new(keys, Engine::Auto).unwrap();
+        let thrice =
+            MultiGpu::on(&[gpu.clone(), gpu.clone(), gpu.clone()], keys, Engine::Auto).unwrap();
+        assert_eq!(thrice.backends().len(), 3);
+        println!("{}: {} and {}", s.name, all.name(), thrice.name());
+        let small_inputs = one.keyswitch_batch(&inputs).unwrap();
+        for multi in [&all, &thrice] {
+            for size in [0, 1, 2, 3, 5, 64, 133] {
+                let what = format!("{} on {} GPUs, {size}", s.name, multi.backends().len());
+                let batch = &inputs[..size];
+                let expected = one.keyswitch_bootstrap_batch(batch, &lut).unwrap();
+                let got = multi.keyswitch_bootstrap_batch(batch, &lut).unwrap();
+                assert_eq!(got, expected, "{what}: KS+PBS");
+                for (i, ct) in got.iter().enumerate() {
+                    let m = i as u64 % p;
+                    assert_eq!(
+                        s.client.decrypt(ct).unwrap(),
+                        table[m as usize],
+                        "{what}: {i}"
+                    );
+                }
+                assert_eq!(
+                    multi.keyswitch_batch(batch).unwrap(),
+                    small_inputs[..size],
+                    "{what}: KS"
+                );
+                assert_eq!(
+                    multi.bootstrap_batch(&small_inputs[..size], &lut).unwrap(),
+                    one.bootstrap_batch(&small_inputs[..size], &lut).unwrap(),
+                    "{what}: PBS"
+                );
+            }
+            // Single ciphertexts, round robin: the same words whichever GPU takes them.
+            for (i, ct) in inputs.iter().take(4).enumerate() {
+                let expected = one.keyswitch_bootstrap(ct, &lut).unwrap();
+                assert_eq!(
+                    multi.keyswitch_bootstrap(ct, &lut).unwrap(),
+                    expected,
+                    "{i}"
+                );
+                assert_eq!(multi.keyswitch(ct).unwrap(), small_inputs[i], "{i}");
+                assert_eq!(
+                    multi.bootstrap(&small_inputs[i], &lut).unwrap(),
+                    one.bootstrap(&small_inputs[i], &lut).unwrap(),
+                    "{i}"
+                );
+            }
+            // A ciphertext of the wrong dimension in the last part fails the batch.
+            let mut bad = inputs[..7].to_vec();
+            bad[6] = small_inputs[6].clone();
+            assert!(matches!(
+                multi.keyswitch_bootstrap_batch(&bad, &lut),
+                Err(Error::DimensionMismatch { .. })
+            ));
+        }
+    }
+    assert!(matches!(
+        MultiGpu::on(&[], test_set().cpu.keys(), Engine::Auto),
+        Err(Error::InvalidParameter { name: "gpus", .. })
+    ));
 }

@@ -144,6 +144,7 @@ use crate::polynomial::check_len;
 mod blind_rotation;
 mod keyswitch;
 mod multi_bit;
+mod multi_gpu;
 mod pipeline;
 mod resident;
 pub mod stages;
@@ -158,6 +159,7 @@ use keyswitch::{
     tensor_keyswitch,
 };
 use multi_bit::{MultiBitKernels, MultiBitTables, device_multi_bit_key};
+pub use multi_gpu::MultiGpu;
 use pipeline::{Output, Pipeline, Staging, Target, Words};
 pub use resident::DeviceLweCiphertexts;
 

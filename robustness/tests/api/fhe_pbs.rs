@@ -108,6 +108,7 @@ fn backends_and_keys_are_send_and_sync() {
     #[cfg(feature = "cuda")]
     {
         assert_send_sync::<fhe_pbs::Cuda>();
+        assert_send_sync::<fhe_pbs::MultiGpu>();
         assert_send_sync::<fhe_pbs::DeviceLweCiphertexts>();
     }
     assert_send_sync::<EvaluationKeys>();
@@ -686,12 +687,13 @@ fn debug_and_errors_hide_the_secrets() {
 #[cfg(feature = "cuda")]
 mod gpu {
     use super::*;
-    use fhe_pbs::{Cuda, Engine};
+    use fhe_pbs::{Cuda, Engine, MultiGpu};
 
     /// 8 threads share one `Cuda` for 20 calls each (single ciphertexts and batches of 1, 3,
     /// 17 and 33, key switches and full bootstraps): every key switch equals the CPU's word
     /// for word (it is integer-exact), every bootstrap decrypts to its table's value and to
-    /// what the serial run of the same call gave.
+    /// what the serial run of the same call gave. Then the same with one `MultiGpu` over the
+    /// GPU given twice (each batch split, single ciphertexts in turn).
     #[test]
     #[ignore = "requires a CUDA GPU"]
     fn eight_threads_share_one_backend() {
@@ -702,6 +704,8 @@ mod gpu {
         let keys = EvaluationKeys::generate(&client, &mut rng);
         let cpu = Cpu::new(keys.clone(), BlindRotationMode::Fft).unwrap();
         let cuda = Cuda::new(&keys, Engine::Auto).unwrap();
+        let gpu = std::sync::Arc::clone(cuda.gpu());
+        let multi = MultiGpu::on(&[gpu.clone(), gpu], &keys, Engine::Auto).unwrap();
         let lut = LookupTable::new(&params, |m| (5 * m + 3) % 16).unwrap();
         let sizes = [1usize, 3, 17, 33];
         // Each thread's inputs, fixed, and what the serial run gives for them.
@@ -719,43 +723,55 @@ mod gpu {
                     .collect()
             })
             .collect();
-        let run = |call: usize, batch: &[(u64, LweCiphertext)]| -> Vec<u64> {
-            let cts: Vec<LweCiphertext> = batch.iter().map(|(_, c)| c.clone()).collect();
-            if call % 4 == 1 {
-                let out = cuda.keyswitch_batch(&cts).unwrap();
-                assert_eq!(out, cpu.keyswitch_batch(&cts).unwrap());
-                out.iter()
-                    .map(|c| client.decrypt_small(c).unwrap())
-                    .collect()
-            } else if call % 4 == 2 {
-                let out = cuda.keyswitch_bootstrap(&cts[0], &lut).unwrap();
-                vec![client.decrypt(&out).unwrap()]
-            } else {
-                let out = cuda.keyswitch_bootstrap_batch(&cts, &lut).unwrap();
-                out.iter().map(|c| client.decrypt(c).unwrap()).collect()
-            }
-        };
-        let serial: Vec<Vec<Vec<u64>>> = inputs
-            .iter()
-            .map(|calls| calls.iter().enumerate().map(|(i, b)| run(i, b)).collect())
-            .collect();
-        std::thread::scope(|scope| {
-            for (thread, calls) in inputs.iter().enumerate() {
-                let (run, serial) = (&run, &serial);
-                scope.spawn(move || {
-                    for (call, batch) in calls.iter().enumerate() {
-                        let got = run(call, batch);
-                        assert_eq!(got, serial[thread][call], "thread {thread}, call {call}");
-                        let expected: Vec<u64> = batch
-                            .iter()
-                            .take(got.len())
-                            .map(|&(m, _)| if call % 4 == 1 { m } else { (5 * m + 3) % 16 })
-                            .collect();
-                        assert_eq!(got, expected, "thread {thread}, call {call}");
-                    }
-                });
-            }
-        });
+        for backend in [&cuda as &(dyn Bootstrapper + Sync), &multi] {
+            let run = |call: usize, batch: &[(u64, LweCiphertext)]| -> Vec<u64> {
+                let cts: Vec<LweCiphertext> = batch.iter().map(|(_, c)| c.clone()).collect();
+                if call % 4 == 1 {
+                    let out = backend.keyswitch_batch(&cts).unwrap();
+                    assert_eq!(out, cpu.keyswitch_batch(&cts).unwrap());
+                    out.iter()
+                        .map(|c| client.decrypt_small(c).unwrap())
+                        .collect()
+                } else if call % 4 == 2 {
+                    let out = backend.keyswitch_bootstrap(&cts[0], &lut).unwrap();
+                    vec![client.decrypt(&out).unwrap()]
+                } else {
+                    let out = backend.keyswitch_bootstrap_batch(&cts, &lut).unwrap();
+                    out.iter().map(|c| client.decrypt(c).unwrap()).collect()
+                }
+            };
+            let serial: Vec<Vec<Vec<u64>>> = inputs
+                .iter()
+                .map(|calls| calls.iter().enumerate().map(|(i, b)| run(i, b)).collect())
+                .collect();
+            std::thread::scope(|scope| {
+                for (thread, calls) in inputs.iter().enumerate() {
+                    let (run, serial) = (&run, &serial);
+                    scope.spawn(move || {
+                        for (call, batch) in calls.iter().enumerate() {
+                            let got = run(call, batch);
+                            assert_eq!(
+                                got,
+                                serial[thread][call],
+                                "{}: thread {thread}, call {call}",
+                                backend.name()
+                            );
+                            let expected: Vec<u64> = batch
+                                .iter()
+                                .take(got.len())
+                                .map(|&(m, _)| if call % 4 == 1 { m } else { (5 * m + 3) % 16 })
+                                .collect();
+                            assert_eq!(
+                                got,
+                                expected,
+                                "{}: thread {thread}, call {call}",
+                                backend.name()
+                            );
+                        }
+                    });
+                }
+            });
+        }
     }
 
     /// Chunk limits at their extremes give the host's results; empty and mixed uploads are
