@@ -91,6 +91,7 @@
 
 mod error;
 pub mod source;
+mod split;
 
 #[cfg(feature = "cuda")]
 mod buffer;
@@ -106,6 +107,7 @@ mod nvrtc;
 mod queue;
 
 pub use error::{DriverError, GpuError, Result};
+pub use split::{even_parts, on_each};
 
 #[cfg(feature = "cuda")]
 pub use buffer::{DeviceBuffer, PinnedBuffer};

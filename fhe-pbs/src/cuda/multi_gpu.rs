@@ -5,7 +5,7 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use kernels::Gpu;
+use kernels::{Gpu, even_parts, on_each};
 
 use super::{Cuda, Engine};
 use crate::Bootstrapper;
@@ -82,16 +82,9 @@ impl MultiGpu {
                 reason: "a multi-GPU backend needs at least one GPU".into(),
             });
         }
-        let backends = std::thread::scope(|scope| {
-            let uploads: Vec<_> = gpus
-                .iter()
-                .map(|gpu| scope.spawn(|| Cuda::on(Arc::clone(gpu), keys, engine)))
-                .collect();
-            uploads
-                .into_iter()
-                .map(joined)
-                .collect::<Result<Vec<_>, _>>()
-        })?;
+        let backends = on_each(gpus, |gpu| Cuda::on(Arc::clone(gpu), keys, engine))
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
             backends,
             next: Arc::new(AtomicUsize::new(0)),
@@ -126,45 +119,19 @@ impl MultiGpu {
         if parts.len() <= 1 {
             return run(self.next_backend(), ciphertexts);
         }
-        let outputs: Vec<Result<Vec<LweCiphertext>, Error>> = std::thread::scope(|scope| {
-            let runs: Vec<_> = parts
-                .into_iter()
-                .zip(&self.backends)
-                .map(|(range, backend)| {
-                    let run = &run;
-                    let part = &ciphertexts[range];
-                    scope.spawn(move || run(backend, part))
-                })
-                .collect();
-            runs.into_iter().map(joined).collect()
-        });
+        let work: Vec<(&Cuda, &[LweCiphertext])> = self
+            .backends
+            .iter()
+            .zip(parts)
+            .map(|(backend, range)| (backend, &ciphertexts[range]))
+            .collect();
+        let outputs = on_each(&work, |&(backend, part)| run(backend, part));
         let mut all = Vec::with_capacity(ciphertexts.len());
         for part in outputs {
             all.extend(part?);
         }
         Ok(all)
     }
-}
-
-/// What a scoped thread returned; its panic, if it panicked, goes on in the caller.
-fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
-    handle
-        .join()
-        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-}
-
-/// `len` items split into at most `parts` consecutive non-empty ranges whose sizes differ by
-/// at most one, the larger first.
-fn even_parts(len: usize, parts: usize) -> Vec<Range<usize>> {
-    let parts = parts.min(len);
-    let mut start = 0;
-    (0..parts)
-        .map(|i| {
-            let size = len / parts + usize::from(i < len % parts);
-            start += size;
-            start - size..start
-        })
-        .collect()
 }
 
 impl Bootstrapper for MultiGpu {
@@ -218,34 +185,5 @@ impl Bootstrapper for MultiGpu {
         self.split(ciphertexts, |gpu, part| {
             gpu.keyswitch_bootstrap_batch(part, lut)
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::even_parts;
-
-    #[test]
-    fn even_parts_cover_every_item_once_in_near_equal_ranges() {
-        for parts in 1..=9 {
-            for len in (0..=40).chain([4095, 4096, 4097, 16_384]) {
-                let ranges = even_parts(len, parts);
-                assert_eq!(ranges.len(), parts.min(len), "{len} over {parts}");
-                let mut next = 0;
-                for range in &ranges {
-                    assert_eq!(range.start, next, "{len} over {parts}: consecutive");
-                    assert!(!range.is_empty(), "{len} over {parts}: no empty part");
-                    next = range.end;
-                }
-                assert_eq!(next, len, "{len} over {parts}: every item");
-                let sizes: Vec<usize> = ranges.iter().map(ExactSizeIterator::len).collect();
-                assert!(
-                    sizes.windows(2).all(|w| w[0] == w[1] || w[0] == w[1] + 1),
-                    "{len} over {parts}: {sizes:?}"
-                );
-            }
-        }
-        assert_eq!(even_parts(5, 3), [0..2, 2..4, 4..5]);
-        assert_eq!(even_parts(2, 4), [0..1, 1..2]);
     }
 }
