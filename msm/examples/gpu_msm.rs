@@ -4,8 +4,10 @@
 //! backend up to 2^20 points.
 //! Prints the time of context creation (upload and shifted copies), of an MSM with the scalar
 //! upload, of one MSM of a batch of 4 with the upload (the median of 3 batches), and of an
-//! MSM from scalars already on the GPU (the median of 5 runs each). Every
-//! result is also checked against its closed form: base i is (k + i) G.
+//! MSM from scalars already on the GPU (the median of 5 runs each). On a host with several
+//! GPUs it then times the same on all of them (`MultiGpu`, each holding a part of the bases),
+//! without the resident run. Every result is also checked against its closed form: base i is
+//! (k + i) G.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
@@ -14,7 +16,7 @@ use ark_ec::short_weierstrass::{Affine, Projective};
 use ark_ec::{CurveGroup, PrimeGroup};
 use ark_ff::UniformRand;
 use ark_std::rand::{SeedableRng, rngs::StdRng};
-use msm::{ContextOptions, Cpu, Cuda, MsmBackend, MsmCurve};
+use msm::{ContextOptions, Cpu, Cuda, MsmBackend, MsmCurve, MultiGpu};
 use rayon::prelude::*;
 
 /// The sets of a timed `msm_batch` (the same scalars in each).
@@ -127,4 +129,37 @@ fn run<C: MsmCurve>(log: u32, shifted_bases: bool, window_bits: Option<u32>) {
             " (checked against the closed form)"
         }
     );
+    drop((device, context));
+    let gpus = MultiGpu::new().unwrap();
+    if gpus.backends().len() > 1 {
+        let start = Instant::now();
+        let context = gpus.context(&bases, options).unwrap();
+        let made = start.elapsed();
+        let with_upload = median(
+            (0..5)
+                .map(|_| {
+                    let start = Instant::now();
+                    assert_eq!(context.msm(&scalars).unwrap(), sum);
+                    start.elapsed()
+                })
+                .collect(),
+        );
+        let batch = median(
+            (0..3)
+                .map(|_| {
+                    let start = Instant::now();
+                    let sums = context.msm_batch(&[&scalars[..]; BATCH]).unwrap();
+                    assert!(sums.iter().all(|s| *s == sum));
+                    start.elapsed() / BATCH as u32
+                })
+                .collect(),
+        );
+        println!(
+            "{} on {} GPUs: context {made:.2?}, msm {with_upload:.2?} with scalar upload, \
+             {batch:.2?} an MSM in batches of {BATCH} with upload (checked against the closed \
+             form)",
+            C::NAME,
+            gpus.backends().len()
+        );
+    }
 }

@@ -102,8 +102,8 @@ use ark_ec::short_weierstrass::{Affine, Projective};
 pub use cpu::{Cpu, MAX_WINDOW_BITS};
 #[cfg(feature = "cuda")]
 pub use cuda::{
-    Backend, ContextOptions, Cuda, DeviceScalars, MAX_GPU_WINDOW_BITS, MsmContext,
-    default_gpu_window_bits,
+    Backend, ContextOptions, Cuda, DeviceScalars, MAX_GPU_WINDOW_BITS, MsmContext, MultiGpu,
+    MultiGpuContext, default_gpu_window_bits,
 };
 pub use curve::MsmCurve;
 pub use error::Error;

@@ -34,6 +34,7 @@
 
 #![allow(unsafe_code)]
 
+mod multi_gpu;
 mod repr;
 
 use std::marker::PhantomData;
@@ -47,6 +48,7 @@ use rayon::prelude::*;
 
 use crate::error::Error;
 use crate::{MsmBackend, MsmCurve, check_batch, check_lengths};
+pub use multi_gpu::{MultiGpu, MultiGpuContext};
 pub use repr::{Coordinate, DeviceField};
 use repr::{DeviceAffine, DeviceXyzz};
 

@@ -16,7 +16,7 @@
 use crate::common::{Scalar, cuda, edge_cases, fresh_seed, oracle, random_bases, random_scalars};
 use ark_ec::AffineRepr;
 use ark_ec::short_weierstrass::Affine;
-use msm::{ContextOptions, Cpu, Cuda, Error, MAX_GPU_WINDOW_BITS, MsmBackend, MsmCurve};
+use msm::{ContextOptions, Cpu, Cuda, Error, MAX_GPU_WINDOW_BITS, MsmBackend, MsmCurve, MultiGpu};
 use proptest::prelude::*;
 
 fn shifted() -> ContextOptions {
@@ -341,6 +341,82 @@ fn large_first_chunks_go_up_in_two_pieces() {
         let batch = context.msm_batch(&[&sets[0], &sets[1]]).unwrap();
         assert_eq!(batch, expected, "{what}, batch");
     }
+}
+
+/// Several GPUs (every GPU of the host, and this one GPU given three times, so that a
+/// single-GPU machine splits too) give arkworks' sums: through the trait and through a
+/// context, single MSMs and batches, sizes below and above the number of GPUs, with shifted
+/// bases and without; bad lengths and empty inputs are errors.
+fn multi_gpu_sums_equal_arkworks<C: MsmCurve>() {
+    let one = cuda();
+    let gpu = one.gpu().clone();
+    let seed = fresh_seed();
+    let bases = random_bases::<C>(4099, seed);
+    let sets: Vec<Vec<Scalar<C>>> = (0..3)
+        .map(|i| random_scalars::<C>(bases.len(), seed + 1 + i))
+        .collect();
+    for multi in [
+        MultiGpu::new().unwrap(),
+        MultiGpu::on(&[gpu.clone(), gpu.clone(), gpu.clone()]).unwrap(),
+    ] {
+        let g = multi.backends().len();
+        for n in [1, 2, 3, 5, 1000, 4099] {
+            let what = format!("{} on {g} GPUs, n = {n}, seed {seed}", C::NAME);
+            let refs: Vec<&[Scalar<C>]> = sets.iter().map(|set| &set[..n]).collect();
+            let expected: Vec<_> = refs.iter().map(|set| oracle(&bases[..n], set)).collect();
+            assert_eq!(
+                multi.msm(&bases[..n], refs[0]).unwrap(),
+                expected[0],
+                "{what}"
+            );
+            assert_eq!(
+                multi.msm_batch(&bases[..n], &refs).unwrap(),
+                expected,
+                "{what}"
+            );
+            for options in [ContextOptions::default(), shifted()] {
+                let context = multi.context(&bases[..n], options).unwrap();
+                assert_eq!(context.len(), n);
+                assert_eq!(context.parts().len(), g.min(n), "{what}");
+                assert_eq!(
+                    context.msm(refs[1]).unwrap(),
+                    expected[1],
+                    "{what}, {options:?}"
+                );
+                assert_eq!(
+                    context.msm_batch(&refs).unwrap(),
+                    expected,
+                    "{what}, {options:?}"
+                );
+                assert!(context.msm_batch(&[]).unwrap().is_empty());
+                assert!(matches!(
+                    context.msm(&sets[0][..n - 1]),
+                    Err(Error::LengthMismatch { .. })
+                ));
+            }
+        }
+        assert!(multi.msm_batch(&bases, &[]).unwrap().is_empty());
+        assert!(matches!(
+            multi.msm(&bases[..3], &sets[0][..2]),
+            Err(Error::LengthMismatch { .. })
+        ));
+        assert!(matches!(
+            MsmBackend::<C>::msm(&multi, &[], &[]),
+            Err(Error::Empty)
+        ));
+        assert!(matches!(
+            multi.context::<C>(&[], ContextOptions::default()),
+            Err(Error::Empty)
+        ));
+    }
+    assert!(matches!(MultiGpu::on(&[]), Err(Error::Empty)));
+}
+
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn multi_gpu_sums_equal_arkworks_in_g1_and_g2() {
+    multi_gpu_sums_equal_arkworks::<ark_bls12_381::g1::Config>();
+    multi_gpu_sums_equal_arkworks::<ark_bn254::g2::Config>();
 }
 
 /// The tests above, in one module per group: `max` is the largest random input, `large` the

@@ -31,6 +31,8 @@ fn backends_and_contexts_are_send_and_sync() {
     {
         assert_send_sync::<msm::Backend>();
         assert_send_sync::<msm::Cuda>();
+        assert_send_sync::<msm::MultiGpu>();
+        assert_send_sync::<msm::MultiGpuContext<ark_bls12_381::g1::Config>>();
         assert_send_sync::<msm::MsmContext<ark_bls12_381::g1::Config>>();
         assert_send_sync::<msm::MsmContext<ark_bn254::g2::Config>>();
         assert_send_sync::<msm::DeviceScalars<msm::Fr>>();
