@@ -13,6 +13,8 @@
 //!   [`Gpu::time`], and typed [`DeviceBuffer`]s.
 //! - [`CopyQueue`]: a second stream for copies that run while the handle's kernels do, ordered
 //!   with them by [`Mark`]s.
+//! - [`even_parts`] and [`on_each`]: how the crates' multi-GPU backends split their work
+//!   (near-equal consecutive parts, a host thread per device). They need no GPU.
 //! - NVRTC compilation for the device's own `sm_XY`, once per process and module, with an
 //!   on-disk cache (see [`cache_dir`]): `KERNELS_CACHE_DIR` moves it, `KERNELS_CACHE=off`
 //!   disables it. [`compile_module`] compiles for any architecture without a GPU.
