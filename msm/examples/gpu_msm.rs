@@ -27,6 +27,34 @@ fn median(mut times: Vec<Duration>) -> Duration {
     times[times.len() / 2]
 }
 
+/// The median time of one MSM with the scalar upload (of 5 runs) and of one MSM in a batch of
+/// `BATCH` (of 3 batches), every result checked against `sum`.
+fn upload_timings<P: PartialEq + std::fmt::Debug>(
+    sum: &P,
+    msm: impl Fn() -> P,
+    batch: impl Fn() -> Vec<P>,
+) -> (Duration, Duration) {
+    let one = median(
+        (0..5)
+            .map(|_| {
+                let start = Instant::now();
+                assert_eq!(msm(), *sum);
+                start.elapsed()
+            })
+            .collect(),
+    );
+    let in_batch = median(
+        (0..3)
+            .map(|_| {
+                let start = Instant::now();
+                assert!(batch().iter().all(|s| s == sum));
+                start.elapsed() / BATCH as u32
+            })
+            .collect(),
+    );
+    (one, in_batch)
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let log: u32 = args
@@ -88,24 +116,10 @@ fn run<C: MsmCurve>(log: u32, shifted_bases: bool, window_bits: Option<u32>) {
             "GPU differs from CPU"
         );
     }
-    let with_upload = median(
-        (0..5)
-            .map(|_| {
-                let start = Instant::now();
-                assert_eq!(context.msm(&scalars).unwrap(), sum);
-                start.elapsed()
-            })
-            .collect(),
-    );
-    let batch = median(
-        (0..3)
-            .map(|_| {
-                let start = Instant::now();
-                let sums = context.msm_batch(&[&scalars[..]; BATCH]).unwrap();
-                assert!(sums.iter().all(|s| *s == sum));
-                start.elapsed() / BATCH as u32
-            })
-            .collect(),
+    let (with_upload, batch) = upload_timings(
+        &sum,
+        || context.msm(&scalars).unwrap(),
+        || context.msm_batch(&[&scalars[..]; BATCH]).unwrap(),
     );
     let device = context.upload_scalars(&scalars).unwrap();
     let resident = median(
@@ -135,24 +149,10 @@ fn run<C: MsmCurve>(log: u32, shifted_bases: bool, window_bits: Option<u32>) {
         let start = Instant::now();
         let context = gpus.context(&bases, options).unwrap();
         let made = start.elapsed();
-        let with_upload = median(
-            (0..5)
-                .map(|_| {
-                    let start = Instant::now();
-                    assert_eq!(context.msm(&scalars).unwrap(), sum);
-                    start.elapsed()
-                })
-                .collect(),
-        );
-        let batch = median(
-            (0..3)
-                .map(|_| {
-                    let start = Instant::now();
-                    let sums = context.msm_batch(&[&scalars[..]; BATCH]).unwrap();
-                    assert!(sums.iter().all(|s| *s == sum));
-                    start.elapsed() / BATCH as u32
-                })
-                .collect(),
+        let (with_upload, batch) = upload_timings(
+            &sum,
+            || context.msm(&scalars).unwrap(),
+            || context.msm_batch(&[&scalars[..]; BATCH]).unwrap(),
         );
         println!(
             "{} on {} GPUs: context {made:.2?}, msm {with_upload:.2?} with scalar upload, \
