@@ -75,6 +75,15 @@ pub enum GpuError {
         /// Elements in the device buffer.
         capacity: usize,
     },
+    /// A [`crate::Staging`] transfer asked for chunks of no elements or of more than its
+    /// chunks hold.
+    #[error("chunks of {chunk_len} elements asked for: a staging chunk holds 1 to {capacity}")]
+    InvalidChunk {
+        /// Elements per chunk asked for.
+        chunk_len: usize,
+        /// Elements a staging chunk holds.
+        capacity: usize,
+    },
     /// A CUDA driver call failed.
     #[error(transparent)]
     Driver(#[from] DriverError),

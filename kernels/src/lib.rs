@@ -13,6 +13,8 @@
 //!   [`Gpu::time`], and typed [`DeviceBuffer`]s.
 //! - [`CopyQueue`]: a second stream for copies that run while the handle's kernels do, ordered
 //!   with them by [`Mark`]s.
+//! - [`Staging`]: large host slices streamed to and from the device through page-locked
+//!   chunks, at bus speed, while kernels work on the chunk before.
 //! - [`even_parts`] and [`on_each`]: how the crates' multi-GPU backends split their work
 //!   (near-equal consecutive parts, a host thread per device). They need no GPU.
 //! - NVRTC compilation for the device's own `sm_XY`, once per process and module, with an
@@ -107,6 +109,8 @@ mod launch;
 mod nvrtc;
 #[cfg(feature = "cuda")]
 mod queue;
+#[cfg(feature = "cuda")]
+mod staging;
 
 pub use error::{DriverError, GpuError, Result};
 pub use split::{even_parts, on_each};
@@ -128,6 +132,8 @@ pub use launch::{Grid, Kernel, Launch};
 pub use nvrtc::NVRTC_DIR_VAR;
 #[cfg(feature = "cuda")]
 pub use queue::{CopyQueue, Mark};
+#[cfg(feature = "cuda")]
+pub use staging::Staging;
 
 /// Defines a crate's NVRTC compile tests of its kernel modules (`$modules`, a
 /// `&[source::Module]`), for its `tests/nvrtc.rs`: `every_module_compiles`, which runs

@@ -428,3 +428,78 @@ fn page_locked_copies_work_on_a_fresh_thread() {
     }));
     assert_eq!(downloaded, words, "a download");
 }
+
+/// `Staging` moves slices of awkward lengths in chunks of awkward sizes both ways. Uploads:
+/// each chunk's kernel adds it into one accumulator of a chunk's length, so the sum is exact
+/// only if every kernel reads its own chunk; kernels that spin for about 10 ms are still
+/// running when the next chunks could land (an upload not waiting for the kernel of two chunks
+/// before gives a wrong sum). Downloads: each chunk's device copy takes its part of a
+/// buffer, and the host copies must land in order.
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn staging_streams_slices_both_ways_in_order() {
+    // Its buffers would take memory from the pool under the pool tests' feet.
+    let (_pool, gpu) = first_gpu_holding_pool();
+    let add = gpu.kernel(&FILL, "add_into").unwrap();
+    let mut staging = kernels::Staging::<u32>::new(&gpu, 1 << 16).unwrap();
+    assert_eq!(staging.capacity(), 1 << 16);
+    let cases = [
+        (0usize, 1usize, 0u64),
+        (1, 1, 0),
+        (5_000, 1, 0),
+        (65_535, 1 << 16, 0),
+        (65_536, 1 << 16, 0),
+        (65_537, 1 << 16, 0),
+        (1 << 20, 777, 0),
+        (1_000_003, 1 << 16, 0),
+        (9 * 4_099 + 5, 4_099, 20_000_000),
+    ];
+    for (seed, (len, chunk, spin_cycles)) in cases.into_iter().enumerate() {
+        let words = filled(len, 0x9e37_79b9 ^ seed as u32);
+        let mut acc = gpu.alloc_zeroed::<u32>(chunk).unwrap();
+        let mut whole = gpu.alloc_zeroed::<u32>(len).unwrap();
+        staging
+            .to_device(&words, chunk, |i, part, n| {
+                whole.copy_from_device(i * chunk, part, 0, n)?;
+                let n64 = n as u64;
+                // SAFETY: add_into(u32*, const u32*, u64, u64) with at least n words in both.
+                unsafe {
+                    gpu.launch(&add, Grid::cover(n64, 256))
+                        .buffer_mut(&mut acc)
+                        .buffer(part)
+                        .value(&n64)
+                        .value(&spin_cycles)
+                        .run()
+                }
+            })
+            .unwrap();
+        let mut expected = vec![0u32; chunk];
+        for part in words.chunks(chunk) {
+            for (e, x) in expected.iter_mut().zip(part) {
+                *e = e.wrapping_add(*x);
+            }
+        }
+        let what = format!("{len} words in chunks of {chunk}");
+        assert_eq!(acc.to_host().unwrap(), expected, "uploaded sums, {what}");
+        assert_eq!(whole.to_host().unwrap(), words, "uploaded words, {what}");
+        let mut back = vec![0u32; len];
+        staging
+            .from_device(&mut back, chunk, |i, part, n| {
+                part.copy_from_device(0, &whole, i * chunk, n)
+            })
+            .unwrap();
+        assert_eq!(back, words, "downloaded words, {what}");
+    }
+    // Chunks of nothing or larger than the staging's are errors, not transfers.
+    for chunk in [0, (1 << 16) + 1] {
+        let invalid = |e: &GpuError| matches!(e, GpuError::InvalidChunk { .. });
+        let err = staging
+            .to_device(&[1u32, 2], chunk, |_, _, _| Ok::<(), GpuError>(()))
+            .unwrap_err();
+        assert!(invalid(&err), "upload, chunk {chunk}: {err}");
+        let err = staging
+            .from_device(&mut [0u32; 2], chunk, |_, _, _| Ok::<(), GpuError>(()))
+            .unwrap_err();
+        assert!(invalid(&err), "download, chunk {chunk}: {err}");
+    }
+}

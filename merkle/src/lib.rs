@@ -81,6 +81,7 @@ mod digest;
 mod error;
 mod field;
 mod hasher;
+mod host;
 pub mod jive;
 pub mod poseidon2;
 mod proof;

@@ -2,10 +2,13 @@
 
 use std::marker::PhantomData;
 
+use rayon::prelude::*;
+
 use crate::digest::Digest;
 use crate::error::Error;
 use crate::field::Felt;
 use crate::hasher::Hasher;
+use crate::host::{node_arrays, par_copy, zero_digests};
 use crate::rescue::Rp64_256;
 use crate::{MerkleBackend, check_leaf_count, leaves_per_tree, tree_rows};
 
@@ -81,6 +84,18 @@ impl<H: Hasher> MerkleTree<H> {
         }
     }
 
+    /// The trees of back-to-back node arrays of `per_tree` leaves each (a complete layout):
+    /// one tree keeps `nodes`, several are copied out of it on every core.
+    pub(crate) fn split_node_arrays(nodes: Vec<Digest>, per_tree: usize) -> Vec<Self> {
+        if nodes.len() == 2 * per_tree {
+            return vec![Self::from_node_array(nodes)];
+        }
+        nodes
+            .par_chunks_exact(2 * per_tree)
+            .map(|tree| Self::from_node_array(par_copy(tree)))
+            .collect()
+    }
+
     /// Builds the tree over `leaves` (a power of two, at least 2) with `hasher` on `backend`.
     pub fn build_with<B: MerkleBackend + ?Sized>(
         hasher: H,
@@ -88,8 +103,7 @@ impl<H: Hasher> MerkleTree<H> {
         leaves: &[Digest],
     ) -> Result<Self, Error> {
         check_leaf_count(leaves.len())?;
-        let mut nodes = vec![Digest::default(); 2 * leaves.len()];
-        nodes[leaves.len()..].copy_from_slice(leaves);
+        let mut nodes = node_arrays(leaves, leaves.len());
         backend.build_nodes_with(hasher, &mut nodes, leaves.len())?;
         Ok(Self::from_node_array(nodes))
     }
@@ -103,18 +117,9 @@ impl<H: Hasher> MerkleTree<H> {
         trees: usize,
     ) -> Result<Vec<Self>, Error> {
         let per_tree = leaves_per_tree(leaves.len(), trees)?;
-        let mut nodes = vec![Digest::default(); 2 * leaves.len()];
-        for (tree, tree_leaves) in nodes
-            .chunks_exact_mut(2 * per_tree)
-            .zip(leaves.chunks_exact(per_tree))
-        {
-            tree[per_tree..].copy_from_slice(tree_leaves);
-        }
+        let mut nodes = node_arrays(leaves, per_tree);
         backend.build_nodes_with(hasher, &mut nodes, per_tree)?;
-        Ok(nodes
-            .chunks_exact(2 * per_tree)
-            .map(|tree| Self::from_node_array(tree.to_vec()))
-            .collect())
+        Ok(Self::split_node_arrays(nodes, per_tree))
     }
 
     /// Builds the tree whose leaf `j` is `H::hash_elements(row j)`, for a row-major matrix of
@@ -126,7 +131,7 @@ impl<H: Hasher> MerkleTree<H> {
         width: usize,
     ) -> Result<Self, Error> {
         let leaves = tree_rows(elements.len(), width)?;
-        let mut nodes = vec![Digest::default(); 2 * leaves];
+        let mut nodes = zero_digests(2 * leaves);
         backend.build_nodes_from_rows_with(hasher, elements, width, &mut nodes)?;
         Ok(Self::from_node_array(nodes))
     }

@@ -93,6 +93,39 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    /// Host data through staging chunks of 1 byte (one element or one row a chunk) to 4 KiB,
+    /// so every transfer crosses many chunk boundaries and rows are often wider than a chunk:
+    /// trees, batches, rows and trees from rows, for Rp64_256 (quads of lanes a row) and
+    /// Poseidon2 (a thread a row).
+    #[test]
+    #[ignore = "requires a CUDA GPU"]
+    fn small_staging_chunks_equal_the_cpu(seed: [u8; 32], bytes in 1usize..=4096,
+                                          width in widths(), depth in 1u32..=10, trees in 1usize..=3) {
+        let gpu = cuda().with_staging_bytes(bytes);
+        let mut rng = rng(&seed);
+        let leaves = digests(&mut rng, trees << depth);
+        let expected = MerkleTree::build_batch(&Cpu, &leaves, trees).unwrap();
+        prop_assert!(MerkleTree::build_batch(&gpu, &leaves, trees).unwrap() == expected);
+        let mut device = gpu.upload_leaves(&leaves, trees).unwrap();
+        gpu.build_device(&mut device).unwrap();
+        prop_assert!(device.download().unwrap() == expected);
+
+        let elements = felts(&mut rng, width << depth);
+        let mut expected = vec![Digest::default(); 1 << depth];
+        Cpu.hash_rows(&elements, width, &mut expected).unwrap();
+        let mut got = vec![Digest::default(); 1 << depth];
+        gpu.hash_rows(&elements, width, &mut got).unwrap();
+        prop_assert_eq!(&got, &expected, "{} bytes, width {}", bytes, width);
+        let tree = MerkleTree::from_rows(&gpu, &elements, width).unwrap();
+        prop_assert!(tree == MerkleTree::build(&Cpu, &expected).unwrap());
+        let tree = MerkleTree::from_rows_with(Poseidon2, &gpu, &elements, width).unwrap();
+        prop_assert!(tree == MerkleTree::from_rows_with(Poseidon2, &Cpu, &elements, width).unwrap());
+    }
+}
+
 #[test]
 #[ignore = "requires a CUDA GPU"]
 fn bad_input_is_an_error_on_the_gpu_too() {

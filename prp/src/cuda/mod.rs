@@ -6,8 +6,7 @@ mod evaluate;
 use std::sync::{Arc, Mutex};
 
 use crate::source;
-use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, PinnedBuffer};
-use rayon::prelude::*;
+use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, Staging};
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use crate::Keystream;
@@ -69,37 +68,7 @@ impl StreamParams {
 #[derive(Debug, Clone)]
 pub struct Cuda {
     gpu: Arc<Gpu>,
-    staging: Arc<Mutex<Option<Staging>>>,
-}
-
-/// Double buffers for host fills: chunk `i` uses slot `i % 2` of each.
-#[derive(Debug)]
-struct Staging {
-    device: [DeviceBuffer<u8>; 2],
-    host: [PinnedBuffer<u8>; 2],
-}
-
-impl Staging {
-    fn new(gpu: &Gpu) -> Result<Self, Error> {
-        Ok(Self {
-            device: [
-                gpu.alloc_zeroed(STAGING_BYTES)?,
-                gpu.alloc_zeroed(STAGING_BYTES)?,
-            ],
-            host: [
-                gpu.alloc_pinned(STAGING_BYTES)?,
-                gpu.alloc_pinned(STAGING_BYTES)?,
-            ],
-        })
-    }
-}
-
-/// Copies `src` into `dst` (equal lengths) on all cores.
-fn parallel_copy(dst: &mut [u8], src: &[u8]) {
-    const PIECE: usize = 1 << 20;
-    dst.par_chunks_mut(PIECE)
-        .zip(src.par_chunks(PIECE))
-        .for_each(|(d, s)| d.copy_from_slice(s));
+    staging: Arc<Mutex<Option<Staging<u8>>>>,
 }
 
 impl Cuda {
@@ -196,28 +165,18 @@ impl Keystream for Cuda {
             return Ok(());
         }
         let mut staging = self.staging.lock().unwrap_or_else(|p| p.into_inner());
-        let Staging { device, host } = match &mut *staging {
+        let staging = match &mut *staging {
             Some(staging) => staging,
-            empty @ None => empty.insert(Staging::new(&self.gpu)?),
+            empty @ None => empty.insert(Staging::new(&self.gpu, STAGING_BYTES)?),
         };
-        // Chunk i: kernel and transfer into slot i % 2 are queued, then the host copies chunk
-        // i - 1 out of the other slot while the GPU works on chunk i.
-        let mut previous: Option<(usize, &mut [u8])> = None;
-        for (i, chunk) in out.chunks_mut(STAGING_BYTES).enumerate() {
-            let slot = i % 2;
-            let blocks = chunk.len().div_ceil(BLOCK_BYTES) as u64;
+        // Chunk i's kernel and transfer are queued, then the host copies chunk i - 1 out
+        // while the GPU works on chunk i.
+        staging.from_device(out, STAGING_BYTES, |i, chunk, len| {
+            let blocks = len.div_ceil(BLOCK_BYTES) as u64;
             // In range: every block of `out` was checked to fit the 32-bit counter.
             let first = counter + (i * STAGING_BYTES / BLOCK_BYTES) as u32;
-            self.launch_keystream(stream, first, blocks, &mut device[slot])?;
-            device[slot].copy_to_pinned_async(chunk.len(), &mut host[slot])?;
-            if let Some((prev_slot, prev_chunk)) = previous.take() {
-                parallel_copy(prev_chunk, &host[prev_slot].as_slice()?[..prev_chunk.len()]);
-            }
-            previous = Some((slot, chunk));
-        }
-        if let Some((slot, chunk)) = previous {
-            parallel_copy(chunk, &host[slot].as_slice()?[..chunk.len()]);
-        }
+            self.launch_keystream(stream, first, blocks, chunk)
+        })?;
         Ok(())
     }
 

@@ -1,0 +1,152 @@
+//! Large host slices streamed to and from a GPU in chunks, through page-locked memory.
+
+use std::sync::Arc;
+
+use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
+use rayon::prelude::*;
+
+use crate::buffer::{DeviceBuffer, PinnedBuffer};
+use crate::error::{GpuError, Result};
+use crate::gpu::Gpu;
+use crate::queue::{CopyQueue, Mark};
+
+/// Two page-locked host chunks and two device chunks on one [`Gpu`] handle, through which
+/// [`Staging::to_device`] and [`Staging::from_device`] move host slices of any length while
+/// the GPU works on the chunk before.
+///
+/// Copies from ordinary (pageable) memory go through the driver's own staging at a fraction of
+/// the bus speed; page-locked memory is copied at bus speed, and the copies between it and the
+/// caller's slices run on all of rayon's threads. Keep a `Staging` and reuse it: page-locked
+/// memory is slow to allocate.
+///
+/// ```no_run
+/// # fn main() -> Result<(), kernels::GpuError> {
+/// let gpu = kernels::Gpu::first()?;
+/// let mut staging = kernels::Staging::<u64>::new(&gpu, 1 << 20)?;
+/// let data: Vec<u64> = (0..5_000_000).collect();
+/// let mut on_device = gpu.alloc_zeroed::<u64>(data.len())?;
+/// // Each chunk lands in a device chunk; here a device copy moves it to its place.
+/// staging.to_device(&data, 1 << 20, |i, chunk, len| {
+///     on_device.copy_from_device(i << 20, chunk, 0, len)
+/// })?;
+/// let mut back = vec![0u64; data.len()];
+/// staging.from_device(&mut back, 1 << 20, |i, chunk, len| {
+///     chunk.copy_from_device(0, &on_device, i << 20, len)
+/// })?;
+/// assert_eq!(back, data);
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct Staging<T> {
+    gpu: Arc<Gpu>,
+    queue: CopyQueue,
+    host: [PinnedBuffer<T>; 2],
+    device: [DeviceBuffer<T>; 2],
+    /// For each device chunk, a mark after the last work queued on `gpu` that uses it: an
+    /// upload into the chunk waits for it.
+    device_free: [Option<Mark>; 2],
+}
+
+impl<T: DeviceRepr + ValidAsZeroBits + Copy + Send + Sync> Staging<T> {
+    /// Chunks of `capacity` elements (at least one) on `gpu`'s device: twice that in
+    /// page-locked host memory and twice in device memory.
+    pub fn new(gpu: &Arc<Gpu>, capacity: usize) -> Result<Self> {
+        let capacity = capacity.max(1);
+        Ok(Self {
+            gpu: Arc::clone(gpu),
+            queue: gpu.copy_queue()?,
+            host: [gpu.alloc_pinned(capacity)?, gpu.alloc_pinned(capacity)?],
+            // SAFETY: a device chunk is read only where an upload or the caller's work has
+            // written it first (`to_device` and `from_device` pass `len` elements).
+            device: unsafe { [gpu.alloc_uninit(capacity)?, gpu.alloc_uninit(capacity)?] },
+            device_free: [None, None],
+        })
+    }
+
+    /// Elements per chunk.
+    pub fn capacity(&self) -> usize {
+        self.host[0].len()
+    }
+
+    /// Streams `src` to the device in chunks of `chunk_len` elements (the last may be
+    /// shorter). For chunk `i` (elements `i * chunk_len..`), `work(i, chunk, len)` queues on
+    /// the handle the kernels or device copies that read its `len` elements from the start of
+    /// `chunk`; the upload of chunk `i + 1` runs while they do. Returns once the last chunk's
+    /// work is queued; `src` is no longer read by then.
+    ///
+    /// Errors: `InvalidChunk` when `chunk_len` is 0 or exceeds [`Staging::capacity`], and
+    /// whatever `work` returns (the chunks after it are not sent).
+    pub fn to_device<E: From<GpuError>>(
+        &mut self,
+        src: &[T],
+        chunk_len: usize,
+        mut work: impl FnMut(usize, &DeviceBuffer<T>, usize) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        self.check_chunk(chunk_len)?;
+        for (i, part) in src.chunks(chunk_len).enumerate() {
+            let slot = i % 2;
+            // Waits until the upload of chunk i - 2 has read the page-locked chunk.
+            parallel_copy(&mut self.host[slot].as_mut_slice()?[..part.len()], part);
+            if let Some(free) = &self.device_free[slot] {
+                self.queue.wait_for(free)?;
+            }
+            self.queue
+                .upload(&mut self.device[slot], 0, &mut self.host[slot], part.len())?;
+            self.gpu.wait_for(&self.queue.mark()?)?;
+            work(i, &self.device[slot], part.len())?;
+            self.device_free[slot] = Some(self.gpu.mark()?);
+        }
+        Ok(())
+    }
+
+    /// Fills `dst` from the device in chunks of `chunk_len` elements (the last may be
+    /// shorter). For chunk `i`, `work(i, chunk, len)` queues on the handle the kernels or
+    /// device copies that write its `len` elements into the start of `chunk`; the host copies
+    /// chunk `i - 1` into `dst` while the GPU works on chunk `i`. Returns once `dst` is filled.
+    ///
+    /// Errors: as for [`Staging::to_device`]; on an error, `dst` may be partly written.
+    pub fn from_device<E: From<GpuError>>(
+        &mut self,
+        dst: &mut [T],
+        chunk_len: usize,
+        mut work: impl FnMut(usize, &mut DeviceBuffer<T>, usize) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        self.check_chunk(chunk_len)?;
+        let mut previous: Option<(usize, &mut [T])> = None;
+        for (i, part) in dst.chunks_mut(chunk_len).enumerate() {
+            let slot = i % 2;
+            // Ordered on the handle's stream after the copy out of chunk i - 2.
+            work(i, &mut self.device[slot], part.len())?;
+            self.device[slot].copy_to_pinned_async(part.len(), &mut self.host[slot])?;
+            self.device_free[slot] = Some(self.gpu.mark()?);
+            if let Some((slot, part)) = previous.take() {
+                parallel_copy(part, &self.host[slot].as_slice()?[..part.len()]);
+            }
+            previous = Some((slot, part));
+        }
+        if let Some((slot, part)) = previous {
+            parallel_copy(part, &self.host[slot].as_slice()?[..part.len()]);
+        }
+        Ok(())
+    }
+
+    fn check_chunk(&self, chunk_len: usize) -> Result<()> {
+        if chunk_len == 0 || chunk_len > self.capacity() {
+            return Err(GpuError::InvalidChunk {
+                chunk_len,
+                capacity: self.capacity(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Copies `src` into `dst` (equal lengths) on all of rayon's threads.
+fn parallel_copy<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
+    /// Bytes per task: large enough that the task overhead vanishes.
+    const PIECE_BYTES: usize = 1 << 18;
+    let piece = (PIECE_BYTES / size_of::<T>().max(1)).max(1);
+    dst.par_chunks_mut(piece)
+        .zip(src.par_chunks(piece))
+        .for_each(|(d, s)| d.copy_from_slice(s));
+}
