@@ -502,4 +502,31 @@ fn staging_streams_slices_both_ways_in_order() {
             .unwrap_err();
         assert!(invalid(&err), "download, chunk {chunk}: {err}");
     }
+    // An error from the work stops a transfer and leaves the staging usable.
+    let failing = |i: usize| match i {
+        2 => Err(GpuError::NoCompiler),
+        _ => Ok(()),
+    };
+    let err = staging
+        .from_device(&mut vec![0u32; 5_000], 1_000, |i, _, _| failing(i))
+        .unwrap_err();
+    assert!(matches!(err, GpuError::NoCompiler), "{err}");
+    let err = staging
+        .to_device(&filled(5_000, 3), 1_000, |i, _, _| failing(i))
+        .unwrap_err();
+    assert!(matches!(err, GpuError::NoCompiler), "{err}");
+    let words = filled(5_000, 5);
+    let mut whole = gpu.alloc_zeroed::<u32>(words.len()).unwrap();
+    staging
+        .to_device(&words, 1_000, |i, part, n| {
+            whole.copy_from_device(i * 1_000, part, 0, n)
+        })
+        .unwrap();
+    let mut back = vec![0u32; words.len()];
+    staging
+        .from_device(&mut back, 1_000, |i, part, n| {
+            part.copy_from_device(0, &whole, i * 1_000, n)
+        })
+        .unwrap();
+    assert_eq!(back, words, "a round trip after the errors");
 }
