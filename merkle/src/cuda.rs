@@ -453,6 +453,11 @@ impl Cuda {
         f(staging)
     }
 
+    /// Digests in a staging chunk for a transfer of `len` digests: no more than it needs.
+    fn digests_per_chunk(&self, len: usize) -> usize {
+        self.items_per_chunk(size_of::<Digest>(), 1).min(len.max(1))
+    }
+
     /// Copies `leaves` into `nodes` from element `offset` on, through the digest staging.
     fn upload_digests(
         &self,
@@ -460,9 +465,7 @@ impl Cuda {
         nodes: &mut DeviceBuffer<Digest>,
         offset: usize,
     ) -> Result<(), Error> {
-        let chunk = self
-            .items_per_chunk(size_of::<Digest>(), 1)
-            .min(leaves.len().max(1));
+        let chunk = self.digests_per_chunk(leaves.len());
         self.with_staging(&self.digest_staging, chunk, |staging| {
             staging.to_device(leaves, chunk, |i, part, len| {
                 nodes.copy_from_device(offset + i * chunk, part, 0, len)
@@ -479,9 +482,7 @@ impl Cuda {
         offset: usize,
         out: &mut [Digest],
     ) -> Result<(), Error> {
-        let chunk = self
-            .items_per_chunk(size_of::<Digest>(), 1)
-            .min(out.len().max(1));
+        let chunk = self.digests_per_chunk(out.len());
         self.with_staging(&self.digest_staging, chunk, |staging| {
             staging.from_device(out, chunk, |i, part, len| {
                 part.copy_from_device(0, nodes, offset + i * chunk, len)
