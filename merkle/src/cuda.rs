@@ -35,7 +35,7 @@ use crate::digest::Digest;
 use crate::error::Error;
 use crate::field::Felt;
 use crate::hasher::Hasher;
-use crate::host::zero_digests;
+use crate::host::{node_arrays, zero_digests};
 use crate::rescue::Rp64_256;
 use crate::tree::MerkleTree;
 use crate::{MerkleBackend, check_batch, check_rows, leaves_per_tree, source, tree_rows};
@@ -491,6 +491,20 @@ impl Cuda {
         })
     }
 
+    /// Copies the internal nodes (each tree's lower half) of the trees in `device` into
+    /// `nodes`, the host node arrays of the same trees.
+    fn download_internal_nodes<H: Hasher>(
+        &self,
+        device: &DeviceTrees<H>,
+        nodes: &mut [Digest],
+    ) -> Result<(), Error> {
+        let per_tree = device.leaves_per_tree;
+        for (tree, array) in nodes.chunks_exact_mut(2 * per_tree).enumerate() {
+            self.download_digests(&device.nodes, 2 * tree * per_tree, &mut array[..per_tree])?;
+        }
+        Ok(())
+    }
+
     /// Queues the hashes of the rows in `elements` (`width` columns) into `out` from digest
     /// `first` on, uploading the rows through the element staging in chunks of whole rows, one
     /// chunk while the GPU hashes the one before.
@@ -743,15 +757,37 @@ impl MerkleBackend for Cuda {
             )?;
         }
         self.build_device(&mut device)?;
-        for tree in 0..trees {
-            let start = 2 * tree * leaves_per_tree;
-            self.download_digests(
-                &device.nodes,
-                start,
-                &mut nodes[start..start + leaves_per_tree],
-            )?;
-        }
-        Ok(())
+        self.download_internal_nodes(&device, nodes)
+    }
+
+    fn node_arrays_with<H: Hasher>(
+        &self,
+        hasher: H,
+        leaves: &[Digest],
+        leaves_per_tree: usize,
+    ) -> Result<Vec<Digest>, Error> {
+        check_batch(2 * leaves.len(), leaves_per_tree)?;
+        let trees = leaves.len() / leaves_per_tree;
+        let mut device = self.upload_leaves_with(hasher, leaves, trees)?;
+        self.build_device(&mut device)?;
+        // Written while the GPU hashes.
+        let mut nodes = node_arrays(leaves, leaves_per_tree);
+        self.download_internal_nodes(&device, &mut nodes)?;
+        Ok(nodes)
+    }
+
+    fn node_array_from_rows_with<H: Hasher>(
+        &self,
+        hasher: H,
+        elements: &[Felt],
+        width: usize,
+    ) -> Result<Vec<Digest>, Error> {
+        let mut device = self.hash_rows_to_device_with(hasher, elements, width)?;
+        self.build_device(&mut device)?;
+        // Written while the GPU hashes.
+        let mut nodes = zero_digests(device.nodes.len());
+        self.download_digests(&device.nodes, 0, &mut nodes)?;
+        Ok(nodes)
     }
 
     fn hash_rows_with<H: Hasher>(

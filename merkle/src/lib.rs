@@ -155,6 +155,40 @@ pub trait MerkleBackend {
         self.build_nodes_with(hasher, nodes, leaves)
     }
 
+    /// The node arrays of the trees of `leaves_per_tree` leaves over `leaves` (tree 0's
+    /// leaves first), back to back, every node filled in: what [`MerkleTree::build_with`] and
+    /// [`MerkleTree::build_batch_with`] keep. By default the arrays are written on the host
+    /// and then given to [`MerkleBackend::build_nodes_with`]; the CUDA backend writes them
+    /// while the GPU hashes.
+    fn node_arrays_with<H: Hasher>(
+        &self,
+        hasher: H,
+        leaves: &[Digest],
+        leaves_per_tree: usize,
+    ) -> Result<Vec<Digest>, Error> {
+        check_batch(2 * leaves.len(), leaves_per_tree)?;
+        let mut nodes = host::node_arrays(leaves, leaves_per_tree);
+        self.build_nodes_with(hasher, &mut nodes, leaves_per_tree)?;
+        Ok(nodes)
+    }
+
+    /// The node array of the tree over the rows of `elements` (`width` columns, a
+    /// power-of-two number of rows, at least 2), every node filled in: what
+    /// [`MerkleTree::from_rows_with`] keeps. By default the array is written on the host and
+    /// then given to [`MerkleBackend::build_nodes_from_rows_with`]; the CUDA backend writes it
+    /// while the GPU hashes.
+    fn node_array_from_rows_with<H: Hasher>(
+        &self,
+        hasher: H,
+        elements: &[Felt],
+        width: usize,
+    ) -> Result<Vec<Digest>, Error> {
+        let leaves = tree_rows(elements.len(), width)?;
+        let mut nodes = host::zero_digests(2 * leaves);
+        self.build_nodes_from_rows_with(hasher, elements, width, &mut nodes)?;
+        Ok(nodes)
+    }
+
     /// The Merkle cap of height `height` (the `2^height` nodes of that level) of the tree over
     /// `leaves`, for callers that keep only the cap. Backends may skip bringing the other
     /// nodes back.
@@ -315,6 +349,24 @@ impl MerkleBackend for Backend {
         nodes: &mut [Digest],
     ) -> Result<(), Error> {
         on_backend!(self, b => b.build_nodes_from_rows_with(hasher, elements, width, nodes))
+    }
+
+    fn node_arrays_with<H: Hasher>(
+        &self,
+        hasher: H,
+        leaves: &[Digest],
+        leaves_per_tree: usize,
+    ) -> Result<Vec<Digest>, Error> {
+        on_backend!(self, b => b.node_arrays_with(hasher, leaves, leaves_per_tree))
+    }
+
+    fn node_array_from_rows_with<H: Hasher>(
+        &self,
+        hasher: H,
+        elements: &[Felt],
+        width: usize,
+    ) -> Result<Vec<Digest>, Error> {
+        on_backend!(self, b => b.node_array_from_rows_with(hasher, elements, width))
     }
 
     fn build_cap_with<H: Hasher>(

@@ -8,9 +8,9 @@ use crate::digest::Digest;
 use crate::error::Error;
 use crate::field::Felt;
 use crate::hasher::Hasher;
-use crate::host::{node_arrays, par_copy, zero_digests};
+use crate::host::par_copy;
 use crate::rescue::Rp64_256;
-use crate::{MerkleBackend, check_leaf_count, leaves_per_tree, tree_rows};
+use crate::{MerkleBackend, check_leaf_count, leaves_per_tree};
 
 /// A binary Merkle tree over `n = 2^depth` leaf digests, with every node kept, hashed with
 /// `H` (Rp64_256 unless named).
@@ -103,8 +103,7 @@ impl<H: Hasher> MerkleTree<H> {
         leaves: &[Digest],
     ) -> Result<Self, Error> {
         check_leaf_count(leaves.len())?;
-        let mut nodes = node_arrays(leaves, leaves.len());
-        backend.build_nodes_with(hasher, &mut nodes, leaves.len())?;
+        let nodes = backend.node_arrays_with(hasher, leaves, leaves.len())?;
         Ok(Self::from_node_array(nodes))
     }
 
@@ -117,8 +116,7 @@ impl<H: Hasher> MerkleTree<H> {
         trees: usize,
     ) -> Result<Vec<Self>, Error> {
         let per_tree = leaves_per_tree(leaves.len(), trees)?;
-        let mut nodes = node_arrays(leaves, per_tree);
-        backend.build_nodes_with(hasher, &mut nodes, per_tree)?;
+        let nodes = backend.node_arrays_with(hasher, leaves, per_tree)?;
         Ok(Self::split_node_arrays(nodes, per_tree))
     }
 
@@ -130,9 +128,7 @@ impl<H: Hasher> MerkleTree<H> {
         elements: &[Felt],
         width: usize,
     ) -> Result<Self, Error> {
-        let leaves = tree_rows(elements.len(), width)?;
-        let mut nodes = zero_digests(2 * leaves);
-        backend.build_nodes_from_rows_with(hasher, elements, width, &mut nodes)?;
+        let nodes = backend.node_array_from_rows_with(hasher, elements, width)?;
         Ok(Self::from_node_array(nodes))
     }
 

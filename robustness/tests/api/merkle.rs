@@ -9,6 +9,7 @@ use merkle::{
     flatten_rows, pad_leaves,
 };
 use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
 
 use crate::assert_send_sync;
 
@@ -55,8 +56,55 @@ fn extreme_usize() -> impl Strategy<Value = usize> {
     ]
 }
 
+/// `node_arrays_with` (leaves in trees of `leaves_per_tree`) and `node_array_from_rows_with`
+/// (`leaves` elements in rows of `leaves_per_tree`) on `backend`: inputs that do not describe
+/// whole trees are errors, the others give the node arrays of the CPU's trees.
+fn check_node_arrays<B: MerkleBackend>(
+    backend: &B,
+    leaves: usize,
+    leaves_per_tree: usize,
+) -> Result<(), TestCaseError> {
+    let input = digests(leaves);
+    match backend.node_arrays_with(Rpo256, &input, leaves_per_tree) {
+        Ok(nodes) => {
+            prop_assert!(leaves_per_tree.is_power_of_two() && leaves_per_tree >= 2);
+            prop_assert!(leaves > 0 && leaves % leaves_per_tree == 0);
+            let trees = leaves / leaves_per_tree;
+            let built = MerkleTree::build_batch_with(Rpo256, &Cpu, &input, trees).unwrap();
+            let expected: Vec<Digest> = built.iter().flat_map(|t| t.nodes().to_vec()).collect();
+            prop_assert_eq!(nodes, expected);
+        }
+        Err(
+            Error::TooFewLeaves { .. } | Error::NotPowerOfTwo { .. } | Error::UnevenBatch { .. },
+        ) => {}
+        Err(other) => panic!("{other}"),
+    }
+    let elements: Vec<Felt> = (0..leaves as u64).map(Felt::new).collect();
+    match backend.node_array_from_rows_with(Rpo256, &elements, leaves_per_tree) {
+        Ok(nodes) => {
+            let tree =
+                MerkleTree::from_rows_with(Rpo256, &Cpu, &elements, leaves_per_tree).unwrap();
+            prop_assert_eq!(&nodes[..], tree.nodes());
+        }
+        Err(
+            Error::EmptyRows
+            | Error::PartialRow { .. }
+            | Error::TooFewLeaves { .. }
+            | Error::NotPowerOfTwo { .. },
+        ) => {}
+        Err(other) => panic!("{other}"),
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// The node arrays `MerkleTree`'s constructors keep, from any leaf count and tree size.
+    #[test]
+    fn node_arrays_of_any_shape(leaves in 0usize..40, leaves_per_tree in extreme_usize()) {
+        check_node_arrays(&Cpu, leaves, leaves_per_tree)?;
+    }
 
     /// Node arrays and leaf counts that do not describe whole trees are errors; those that do
     /// give the trees `MerkleTree::build` gives.
@@ -291,6 +339,20 @@ mod gpu {
             );
         }
         assert!(cuda.hash_rows_to_device(&[], 3).is_err());
+        for (leaves, per_tree) in [
+            (24, 8),
+            (32, 2),
+            (16, 16),
+            (24, 0),
+            (24, 1),
+            (24, 3),
+            (24, 16),
+            (0, 2),
+            (16, usize::MAX / 2 + 1),
+            (16, usize::MAX),
+        ] {
+            check_node_arrays(&cuda, leaves, per_tree).unwrap();
+        }
     }
 
     #[test]
