@@ -316,10 +316,16 @@ pub struct Cuda {
 /// Bytes per staging chunk by default.
 const STAGING_BYTES: usize = 16 << 20;
 
-/// Rows per chunk at least, by default: each chunk's launch fills the GPU several times over.
-/// On an H200, 1,048,576 rows of 100 elements were hashed from host memory in 90 ms through
-/// chunks of 16 MiB (20,971 rows) and in 77 ms through 64 MiB (83,886 rows).
+/// Rows per chunk at least, by default, up to [`MAX_STAGING_BYTES`]: each chunk's launch fills
+/// the GPU several times over. On an H200, 1,048,576 rows of 100 elements were hashed from host
+/// memory in 90 ms through chunks of 16 MiB (20,971 rows) and in 77 ms through 64 MiB (83,886
+/// rows).
 const MIN_CHUNK_ROWS: usize = 1 << 16;
+
+/// Bytes per staging chunk at most, by default, so that wide rows do not pin much host memory
+/// (two chunks of 64 MiB at most): rows of more than 128 elements get fewer than
+/// [`MIN_CHUNK_ROWS`] rows a chunk.
+const MAX_STAGING_BYTES: usize = 64 << 20;
 
 /// One or more Merkle trees of equal size in device memory, hashed with `H`, as consecutive
 /// `2n`-digest node arrays. Made by [`Cuda::upload_leaves_with`] or
@@ -410,7 +416,7 @@ impl Cuda {
     /// made at the first transfer (no larger than it needs) and kept; clones share them.
     /// Copies from page-locked memory run at bus speed, and row hashing uploads one chunk while
     /// the GPU hashes the one before. By default a chunk holds 16 MiB, and a chunk of rows at
-    /// least 65,536 rows, so that each launch fills the GPU.
+    /// least 65,536 rows (so that each launch fills the GPU) up to 64 MiB.
     pub fn with_staging_bytes(&self, bytes: usize) -> Self {
         Self {
             staging_bytes: Some(bytes),
@@ -421,11 +427,13 @@ impl Cuda {
     }
 
     /// Items of `item_bytes` bytes (digests, or rows to hash) in a staging chunk, at least one;
-    /// by default at least `default_min`.
+    /// by default at least `default_min` within [`MAX_STAGING_BYTES`].
     fn items_per_chunk(&self, item_bytes: usize, default_min: usize) -> usize {
         let items = match self.staging_bytes {
             Some(bytes) => bytes / item_bytes,
-            None => (STAGING_BYTES / item_bytes).max(default_min),
+            None => (STAGING_BYTES / item_bytes)
+                .max(default_min)
+                .min(MAX_STAGING_BYTES / item_bytes),
         };
         items.max(1)
     }
