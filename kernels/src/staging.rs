@@ -80,9 +80,23 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy + Send + Sync> Staging<T> {
         &mut self,
         src: &[T],
         chunk_len: usize,
-        mut work: impl FnMut(usize, &DeviceBuffer<T>, usize) -> std::result::Result<(), E>,
+        work: impl FnMut(usize, &DeviceBuffer<T>, usize) -> std::result::Result<(), E>,
     ) -> std::result::Result<(), E> {
         self.check_chunk(chunk_len)?;
+        let result = self.upload_chunks(src, chunk_len, work);
+        if result.is_err() {
+            self.after_error()?;
+        }
+        result
+    }
+
+    /// [`Staging::to_device`]'s loop.
+    fn upload_chunks<E: From<GpuError>>(
+        &mut self,
+        src: &[T],
+        chunk_len: usize,
+        mut work: impl FnMut(usize, &DeviceBuffer<T>, usize) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
         for (i, part) in src.chunks(chunk_len).enumerate() {
             let slot = i % 2;
             // Waits until the upload of chunk i - 2 has read the page-locked chunk.
@@ -112,15 +126,23 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy + Send + Sync> Staging<T> {
         work: impl FnMut(usize, &mut DeviceBuffer<T>, usize) -> std::result::Result<(), E>,
     ) -> std::result::Result<(), E> {
         self.check_chunk(chunk_len)?;
+        // On success the host has waited for every copy out of the device chunks.
         let result = self.download_chunks(dst, chunk_len, work);
-        // On success the host has waited for every copy out of the device chunks. After an
-        // error some may still be queued: the next uploads into the chunks wait for them.
         if result.is_err() {
-            for free in &mut self.device_free {
-                *free = Some(self.gpu.mark()?);
-            }
+            self.after_error()?;
         }
         result
+    }
+
+    /// After a transfer stopped by an error, work or copies on the device chunks may still be
+    /// queued: the handle waits for the copy queue, and the next uploads into the chunks for
+    /// everything queued on the handle so far.
+    fn after_error(&mut self) -> Result<()> {
+        self.gpu.wait_for(&self.queue.mark()?)?;
+        for free in &mut self.device_free {
+            *free = Some(self.gpu.mark()?);
+        }
+        Ok(())
     }
 
     /// [`Staging::from_device`]'s loop.
