@@ -19,6 +19,26 @@ pub struct DeviceBuffer<T> {
     pub(crate) slice: CudaSlice<T>,
 }
 
+impl<T> Drop for DeviceBuffer<T> {
+    /// Makes the buffer's context current on this thread before cudarc frees the memory. With
+    /// the event tracking that [`crate::Gpu::new`] turns off, cudarc's drop queues the free
+    /// without doing so itself: on a thread that had made no driver call (or whose current
+    /// context belonged to a device whose handles were all dropped) the free failed, the
+    /// memory stayed allocated, and the error came back from the next call on the device's
+    /// handle, whatever it was.
+    fn drop(&mut self) {
+        // Not `bind_to_thread`: it would take any error that cudarc recorded on the context
+        // for its next call, and this drop would lose it.
+        let context = self.slice.stream().context().cu_ctx();
+        if result::ctx::get_current().ok().flatten() != Some(context) {
+            // SAFETY: the context is the buffer's own, alive while `self.slice` holds its
+            // stream; which context is current on a thread is cudarc's to set at each call.
+            // A failure here shows as the free's own error, recorded by cudarc.
+            let _ = unsafe { result::ctx::set_current(context) };
+        }
+    }
+}
+
 impl<T: DeviceRepr> DeviceBuffer<T> {
     pub(crate) fn new(slice: CudaSlice<T>) -> Self {
         Self { slice }

@@ -381,6 +381,28 @@ fn copies_on_a_copy_queue_are_ordered_by_marks() {
     ));
 }
 
+/// A device buffer dropped on a thread that made no driver call is freed there. Before
+/// `DeviceBuffer`'s drop made its context current, cudarc's free failed on such a thread
+/// (CUDA_ERROR_INVALID_CONTEXT), the memory stayed allocated, and the handle's next call
+/// returned the error: merkle's `MultiGpu`, which drops on the caller's thread what other
+/// threads allocated, failed so.
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn buffers_dropped_on_a_fresh_thread_are_freed() {
+    let (_pool, gpu) = first_gpu_holding_pool();
+    gpu.release_cached_memory().unwrap();
+    let n = 16usize << 20;
+    let buffer = gpu.alloc_zeroed::<u32>(n).unwrap();
+    gpu.synchronize().unwrap();
+    std::thread::spawn(move || drop(buffer)).join().unwrap();
+    gpu.synchronize().unwrap();
+    assert!(
+        gpu.cached_memory().unwrap() >= 4 * n,
+        "the buffer's 64 MiB went back to the pool"
+    );
+    gpu.release_cached_memory().unwrap();
+}
+
 /// Each copy from or to page-locked memory works as the first driver call of a thread (the
 /// raw copies need the context made current there).
 #[test]
