@@ -25,14 +25,18 @@ pub fn even_parts(len: usize, parts: usize) -> Vec<Range<usize>> {
 }
 
 /// `run(item)` for every item at once, one scoped thread each (the calling thread waits), the
-/// results in the items' order. A panic in any of them goes on in the caller once every
-/// thread has finished.
+/// results in the items' order. A lone item runs on the calling thread, which saves a thread's
+/// start (tens of microseconds) on small calls. A panic in any of them goes on in the caller
+/// once every thread has finished.
 ///
 /// ```
 /// let doubled = kernels::on_each(&[1, 2, 3], |x| 2 * x);
 /// assert_eq!(doubled, [2, 4, 6]);
 /// ```
 pub fn on_each<T: Sync, R: Send>(items: &[T], run: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    if let [item] = items {
+        return vec![run(item)];
+    }
     let run = &run;
     std::thread::scope(|scope| {
         let threads: Vec<_> = items
@@ -90,6 +94,11 @@ mod tests {
         });
         assert_eq!(out, [30, 10, 40, 10]);
         assert!(on_each(&[] as &[u8], |_| 0).is_empty());
+        let caller = std::thread::current().id();
+        assert_eq!(
+            on_each(&[5], |&x| (x, std::thread::current().id())),
+            [(5, caller)]
+        );
     }
 
     #[test]
