@@ -4,9 +4,11 @@
 //! Ids are `<op>/<backend>/<size>`:
 //! - `build/{cpu,winter}/2^k` (k = 10..16): a tree from host leaves, throughput in leaves;
 //! - `build/cuda/2^k` (k = 10..24): leaves already on the GPU, synchronized by reading the
-//!   root back; `build/cuda-host/2^k` adds the leaf upload and the node download;
+//!   root back; `build/cuda-host/2^k` (k = 10..22) adds the leaf upload and the node download;
 //! - `hash-rows/<backend>/<rows>x<width>`: leaf hashing of a row-major matrix, throughput in
 //!   elements (`cuda` includes the upload of the rows and the download of the digests);
+//! - on a host with several GPUs, `build/cuda-multi-gpu-host/2^k` (k = 16..22) and
+//!   `hash-rows/cuda-multi-gpu/...`: the same from host memory on `MultiGpu` over all of them;
 //! - `prove-batch/cpu/...`, `verify-batch/cpu/...`: batch proofs of 64 random leaves.
 //!
 //! Groups `merkle-rpo256`, `merkle-rpx256`, `merkle-poseidon2` and `merkle-rpjive64_256` do
@@ -96,22 +98,45 @@ fn cuda(c: &mut Criterion) {
                 device.cap(0, 0).unwrap()
             })
         });
-        if log <= 20 {
+        if log <= 22 {
             group.bench_function(BenchmarkId::new("build/cuda-host", &size), |b| {
                 b.iter(|| MerkleTree::build(&gpu, &leaves).unwrap())
             });
         }
     }
+    bench_host_rows(&mut group, "cuda", &gpu);
+    // Every GPU of the host, the work split between them (only with at least two).
+    match merkle::MultiGpu::new() {
+        Ok(gpus) if gpus.backends().len() > 1 => {
+            for log in (16u32..=22).step_by(2) {
+                let leaves = digests(u64::from(log), 1 << log);
+                group.throughput(Throughput::Elements(1 << log));
+                group.bench_function(
+                    BenchmarkId::new("build/cuda-multi-gpu-host", format!("2^{log}")),
+                    |b| b.iter(|| MerkleTree::build(&gpus, &leaves).unwrap()),
+                );
+            }
+            bench_host_rows(&mut group, "cuda-multi-gpu", &gpus);
+        }
+        Ok(_) => eprintln!("merkle: one GPU, no multi-GPU benches"),
+        Err(why) => eprintln!("merkle: no multi-GPU benches: {why}"),
+    }
+    group.finish();
+}
+
+/// `hash-rows/<name>/<rows>x<width>`: rows from host memory hashed on `backend`, the digests
+/// brought back.
+#[cfg(feature = "cuda")]
+fn bench_host_rows(group: &mut Group, name: &str, backend: &impl MerkleBackend) {
     for (rows, width) in [(1usize << 12, 100usize), (1 << 20, 8), (1 << 20, 100)] {
         let elements = felts(7, rows * width);
         let mut out = vec![merkle::Digest::default(); rows];
         group.throughput(Throughput::Elements((rows * width) as u64));
         group.bench_function(
-            BenchmarkId::new("hash-rows/cuda", format!("{rows}x{width}")),
-            |b| b.iter(|| gpu.hash_rows(&elements, width, &mut out).unwrap()),
+            BenchmarkId::new(format!("hash-rows/{name}"), format!("{rows}x{width}")),
+            |b| b.iter(|| backend.hash_rows(&elements, width, &mut out).unwrap()),
         );
     }
-    group.finish();
 }
 
 #[cfg(not(feature = "cuda"))]

@@ -327,6 +327,10 @@ const MIN_CHUNK_ROWS: usize = 1 << 16;
 /// [`MIN_CHUNK_ROWS`] rows a chunk.
 const MAX_STAGING_BYTES: usize = 64 << 20;
 
+/// Levels of fewer nodes than this come back from a subtree in one transfer
+/// ([`Cuda::download_levels`]), the larger ones each on its own.
+const SMALL_LEVELS_NODES: usize = 1 << 12;
+
 /// One or more Merkle trees of equal size in device memory, hashed with `H`, as consecutive
 /// `2n`-digest node arrays. Made by [`Cuda::upload_leaves_with`] or
 /// [`Cuda::hash_rows_to_device_with`], filled by [`Cuda::build_device`]; the tree data stays
@@ -501,7 +505,7 @@ impl Cuda {
 
     /// Copies the internal nodes (each tree's lower half) of the trees in `device` into
     /// `nodes`, the host node arrays of the same trees.
-    fn download_internal_nodes<H: Hasher>(
+    pub(crate) fn download_internal_nodes<H: Hasher>(
         &self,
         device: &DeviceTrees<H>,
         nodes: &mut [Digest],
@@ -511,6 +515,61 @@ impl Cuda {
             self.download_digests(&device.nodes, 2 * tree * per_tree, &mut array[..per_tree])?;
         }
         Ok(())
+    }
+
+    /// Copies the levels of the one tree in `device` into `levels`, where `levels[t]` holds
+    /// the `2^t` nodes of depth `t` (the root first) and the last of them may be the leaves:
+    /// a subtree of a tree split over several GPUs, whose levels lie apart in the whole
+    /// tree's node array. The levels of fewer than [`SMALL_LEVELS_NODES`] nodes come back in
+    /// one transfer.
+    pub(crate) fn download_levels<H: Hasher>(
+        &self,
+        device: &DeviceTrees<H>,
+        levels: &mut [&mut [Digest]],
+    ) -> Result<(), Error> {
+        let small = levels
+            .iter()
+            .take_while(|level| level.len() < SMALL_LEVELS_NODES)
+            .count();
+        let mut top = vec![Digest::default(); (1 << small) - 1];
+        if !top.is_empty() {
+            self.download_digests(&device.nodes, 1, &mut top)?;
+        }
+        for (depth, level) in levels.iter_mut().enumerate() {
+            let first = 1 << depth;
+            if depth < small {
+                level.copy_from_slice(&top[first - 1..2 * first - 1]);
+            } else {
+                self.download_digests(&device.nodes, first, level)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Uploads `leaves` as `trees` trees and queues their build: the GPU hashes while the
+    /// caller prepares the host memory to download them into.
+    pub(crate) fn queue_trees<H: Hasher>(
+        &self,
+        hasher: H,
+        leaves: &[Digest],
+        trees: usize,
+    ) -> Result<DeviceTrees<H>, Error> {
+        let mut device = self.upload_leaves_with(hasher, leaves, trees)?;
+        self.build_device(&mut device)?;
+        Ok(device)
+    }
+
+    /// As [`Cuda::queue_trees`], for the one tree over the rows of `elements` (`width`
+    /// columns).
+    pub(crate) fn queue_tree_from_rows<H: Hasher>(
+        &self,
+        hasher: H,
+        elements: &[Felt],
+        width: usize,
+    ) -> Result<DeviceTrees<H>, Error> {
+        let mut device = self.hash_rows_to_device_with(hasher, elements, width)?;
+        self.build_device(&mut device)?;
+        Ok(device)
     }
 
     /// Queues the hashes of the rows in `elements` (`width` columns) into `out` from digest
@@ -775,9 +834,7 @@ impl MerkleBackend for Cuda {
         leaves_per_tree: usize,
     ) -> Result<Vec<Digest>, Error> {
         check_batch(2 * leaves.len(), leaves_per_tree)?;
-        let trees = leaves.len() / leaves_per_tree;
-        let mut device = self.upload_leaves_with(hasher, leaves, trees)?;
-        self.build_device(&mut device)?;
+        let device = self.queue_trees(hasher, leaves, leaves.len() / leaves_per_tree)?;
         // Written while the GPU hashes.
         let mut nodes = node_arrays(leaves, leaves_per_tree);
         self.download_internal_nodes(&device, &mut nodes)?;
@@ -790,8 +847,7 @@ impl MerkleBackend for Cuda {
         elements: &[Felt],
         width: usize,
     ) -> Result<Vec<Digest>, Error> {
-        let mut device = self.hash_rows_to_device_with(hasher, elements, width)?;
-        self.build_device(&mut device)?;
+        let device = self.queue_tree_from_rows(hasher, elements, width)?;
         // Written while the GPU hashes.
         let mut nodes = zero_digests(device.nodes.len());
         self.download_digests(&device.nodes, 0, &mut nodes)?;
@@ -822,8 +878,7 @@ impl MerkleBackend for Cuda {
         nodes: &mut [Digest],
     ) -> Result<(), Error> {
         check_rows(elements.len(), width, nodes.len() / 2)?;
-        let mut device = self.hash_rows_to_device_with(hasher, elements, width)?;
-        self.build_device(&mut device)?;
+        let device = self.queue_tree_from_rows(hasher, elements, width)?;
         self.download_digests(&device.nodes, 0, nodes)
     }
 
@@ -833,8 +888,6 @@ impl MerkleBackend for Cuda {
         leaves: &[Digest],
         height: u32,
     ) -> Result<Vec<Digest>, Error> {
-        let mut device = self.upload_leaves_with(hasher, leaves, 1)?;
-        self.build_device(&mut device)?;
-        device.cap(0, height)
+        self.queue_trees(hasher, leaves, 1)?.cap(0, height)
     }
 }

@@ -81,6 +81,9 @@ pub enum Error {
     /// A row width of zero.
     #[error("rows must have at least one element")]
     EmptyRows,
+    /// A multi-GPU backend given no GPUs.
+    #[error("a multi-GPU backend needs at least one GPU")]
+    NoGpus,
     /// A batch whose leaves are not `trees` equal parts.
     #[error("{leaves} leaves do not split into {trees} trees of equal size")]
     UnevenBatch {

@@ -17,8 +17,9 @@
 //!   (Rp64_256 when unnamed): the `_with` constructors take the hasher as a value.
 //!
 //! Every build goes through the [`MerkleBackend`] trait, implemented by [`Cpu`] (rayon),
-//! [`Cuda`] (feature `cuda`, on by default) and [`Backend`], which picks the GPU when one
-//! is usable. Results are identical on every backend. On the GPU the Rescue family (Rp64_256,
+//! [`Cuda`] (feature `cuda`, on by default), [`MultiGpu`] (several GPUs of one host, the work
+//! split between them) and [`Backend`], which picks the GPU when one is usable. Results are
+//! identical on every backend. On the GPU the Rescue family (Rp64_256,
 //! Rpo256, Rpx256, RpJive64_256) runs on lane kernels (a quad of lanes per merge, a half warp
 //! near the root, the levels nearest the root in one launch); Poseidon2 runs one thread per hash with the state in registers, which its
 //! cheap partial rounds favour (the crate README's performance notes give each hasher's floor).
@@ -83,6 +84,8 @@ mod field;
 mod hasher;
 mod host;
 pub mod jive;
+#[cfg(feature = "cuda")]
+mod multi_gpu;
 pub mod poseidon2;
 mod proof;
 pub mod rescue;
@@ -103,6 +106,8 @@ pub use error::Error;
 pub use field::{Felt, MODULUS};
 pub use hasher::Hasher;
 pub use jive::RpJive64_256;
+#[cfg(feature = "cuda")]
+pub use multi_gpu::MultiGpu;
 pub use poseidon2::Poseidon2;
 pub use proof::BatchProof;
 pub use rescue::Rp64_256;

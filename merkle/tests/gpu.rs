@@ -7,8 +7,8 @@
 use std::sync::OnceLock;
 
 use merkle::{
-    Cpu, Cuda, Digest, Felt, Hasher, MODULUS, MerkleBackend, MerkleTree, Poseidon2, RpJive64_256,
-    Rpo256, Rpx256,
+    Cpu, Cuda, Digest, Felt, Hasher, MODULUS, MerkleBackend, MerkleTree, MultiGpu, Poseidon2,
+    Rp64_256, RpJive64_256, Rpo256, Rpx256,
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestRng;
@@ -144,6 +144,89 @@ fn bad_input_is_an_error_on_the_gpu_too() {
     ));
     let mut out = vec![Digest::default(); 3];
     assert!(cuda().hash_rows(&[Felt::ZERO; 10], 3, &mut out).is_err());
+}
+
+/// Single trees, batches, rows and trees from rows of hasher `H` on `gpus` against the CPU:
+/// trees below, at and above the sizes split into two and four subtrees (of at least 2^16
+/// leaves), batches of whole trees, and row counts around the split (at least 4,096 rows a
+/// GPU).
+fn check_multi_gpu<H: Hasher>(hasher: H, gpus: &MultiGpu, rng: &mut TestRng) {
+    let name = format!("{} on {}", H::NAME, gpus.name());
+    for depth in [1, 15, 16, 17, 18] {
+        let leaves = digests(rng, 1 << depth);
+        let expected = MerkleTree::build_with(hasher, &Cpu, &leaves).unwrap();
+        let got = MerkleTree::build_with(hasher, gpus, &leaves).unwrap();
+        assert!(got == expected, "{name}: tree of depth {depth}");
+        assert_eq!(
+            gpus.build_cap_with(hasher, &leaves, 3.min(depth)).unwrap(),
+            expected.cap(3.min(depth)).unwrap(),
+            "{name}: cap of depth {depth}"
+        );
+    }
+    for (trees, depth) in [(2, 1), (3, 10), (5, 12), (7, 15)] {
+        let leaves = digests(rng, trees << depth);
+        let expected = MerkleTree::build_batch_with(hasher, &Cpu, &leaves, trees).unwrap();
+        let got = MerkleTree::build_batch_with(hasher, gpus, &leaves, trees).unwrap();
+        assert!(got == expected, "{name}: {trees} trees of depth {depth}");
+    }
+    for (rows, width) in [
+        (1, 9),
+        (4095, 8),
+        (4097, 1),
+        (3 * 4096 + 1, 17),
+        (20_000, 100),
+    ] {
+        let elements = felts(rng, rows * width);
+        let mut expected = vec![Digest::default(); rows];
+        Cpu.hash_rows_with(hasher, &elements, width, &mut expected)
+            .unwrap();
+        let mut got = vec![Digest::default(); rows];
+        gpus.hash_rows_with(hasher, &elements, width, &mut got)
+            .unwrap();
+        assert_eq!(got, expected, "{name}: {rows} rows of width {width}");
+    }
+    for (depth, width) in [(2, 3), (16, 8), (17, 9), (18, 1)] {
+        let elements = felts(rng, width << depth);
+        let expected = MerkleTree::from_rows_with(hasher, &Cpu, &elements, width).unwrap();
+        let got = MerkleTree::from_rows_with(hasher, gpus, &elements, width).unwrap();
+        assert!(
+            got == expected,
+            "{name}: tree from 2^{depth} rows of width {width}"
+        );
+    }
+    let mut out = vec![Digest::default(); 3];
+    assert!(
+        gpus.hash_rows_with(hasher, &[Felt::ZERO; 10], 3, &mut out)
+            .is_err()
+    );
+    assert!(matches!(
+        MerkleTree::build_with(hasher, gpus, &digests(rng, 6)),
+        Err(merkle::Error::NotPowerOfTwo { leaves: 6 })
+    ));
+}
+
+/// `MultiGpu` on every GPU of the host, and on this test's GPU given 1 to 4 times (so a
+/// one-GPU machine splits the work too), against the CPU with Rp64_256 and then Poseidon2 on
+/// new backends, the first ones dropped; an empty GPU list is an error.
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn multi_gpu_equals_the_cpu() {
+    let mut rng = rng(&[11; 32]);
+    let gpu = cuda().gpu();
+    for round in 0..2 {
+        let mut backends = vec![MultiGpu::new().unwrap()];
+        for count in 1..=4 {
+            backends.push(MultiGpu::on(&vec![gpu.clone(); count]).unwrap());
+        }
+        for gpus in &backends {
+            if round == 0 {
+                check_multi_gpu(Rp64_256, gpus, &mut rng);
+            } else {
+                check_multi_gpu(Poseidon2, gpus, &mut rng);
+            }
+        }
+    }
+    assert!(matches!(MultiGpu::on(&[]), Err(merkle::Error::NoGpus)));
 }
 
 /// Trees, batches (device-resident included), caps and rows of hasher `H` on the GPU against

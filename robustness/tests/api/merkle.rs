@@ -21,6 +21,7 @@ fn backends_and_trees_are_send_and_sync() {
     {
         assert_send_sync::<merkle::Cuda>();
         assert_send_sync::<merkle::DeviceTrees>();
+        assert_send_sync::<merkle::MultiGpu>();
     }
     assert_send_sync::<MerkleTree>();
     assert_send_sync::<MerkleTree<Poseidon2>>();
@@ -293,7 +294,7 @@ fn edges_of_the_small_entry_points() {
 mod gpu {
     use super::*;
     use crate::kernels::{assert_out_of_memory, fill_device_memory, gpu_lock};
-    use merkle::{Cuda, RpJive64_256, Rpx256};
+    use merkle::{Cuda, MultiGpu, RpJive64_256, Rpx256};
 
     fn random_digests(n: usize) -> Vec<Digest> {
         (0..n)
@@ -303,12 +304,14 @@ mod gpu {
 
     /// The device-tree entry points at the edges: tree indexes and cap heights past the end,
     /// tree counts and row widths that do not divide the input, and empty inputs are errors;
-    /// the last tree's cap is the CPU's.
+    /// the last tree's cap is the CPU's. The node-array entry points and row widths at the
+    /// edges on `Cuda` and on a `MultiGpu` over this GPU given twice.
     #[test]
     #[ignore = "requires a CUDA GPU"]
     fn device_trees_at_the_edges() {
         let _lock = gpu_lock();
         let cuda = Cuda::new().unwrap();
+        let multi = MultiGpu::on(&[cuda.gpu().clone(), cuda.gpu().clone()]).unwrap();
         let leaves = random_digests(3 * 8);
         let mut trees = cuda.upload_leaves(&leaves, 3).unwrap();
         cuda.build_device(&mut trees).unwrap();
@@ -352,20 +355,35 @@ mod gpu {
             (16, usize::MAX),
         ] {
             check_node_arrays(&cuda, leaves, per_tree).unwrap();
+            check_node_arrays(&multi, leaves, per_tree).unwrap();
+        }
+        for width in [0, 5, 7, 25, usize::MAX] {
+            let mut out = vec![Digest::default(); 3];
+            assert!(
+                multi.hash_rows(&elements, width, &mut out).is_err(),
+                "width {width} on two GPUs"
+            );
         }
     }
 
+    /// Eight threads share one `Cuda`, then one `MultiGpu` over this GPU given twice (trees
+    /// of 2^17 leaves split into two subtrees), each call checked against the CPU.
     #[test]
     #[ignore = "requires a CUDA GPU"]
     fn eight_threads_share_one_backend() {
         let _lock = gpu_lock();
         let cuda = Cuda::new().unwrap();
+        eight_threads_share(&cuda);
+        let multi = MultiGpu::on(&[cuda.gpu().clone(), cuda.gpu().clone()]).unwrap();
+        eight_threads_share(&multi);
+    }
+
+    fn eight_threads_share<B: MerkleBackend + Sync>(cuda: &B) {
         std::thread::scope(|scope| {
             for t in 0..8usize {
-                let cuda = &cuda;
                 scope.spawn(move || {
                     for call in 0..20usize {
-                        let log = [1, 2, 5, 10, 13, 16][(t + call) % 6];
+                        let log = [1, 2, 5, 10, 13, 17][(t + call) % 6];
                         let leaves = random_digests(1 << log);
                         let (gpu, cpu) = match call % 4 {
                             0 => (

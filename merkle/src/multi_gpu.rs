@@ -1,0 +1,362 @@
+//! Trees and rows spread over several GPUs of one host: a [`Cuda`] backend per GPU behind one
+//! [`MerkleBackend`].
+
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+
+use kernels::{Gpu, even_parts, on_each};
+
+use crate::cuda::{Cuda, DeviceTrees};
+use crate::digest::Digest;
+use crate::error::Error;
+use crate::field::Felt;
+use crate::hasher::Hasher;
+use crate::host::{node_arrays, zero_digests};
+use crate::{MerkleBackend, check_batch, check_rows, tree_rows};
+
+/// Leaves (or rows) of one subtree at least, when one tree is split over the GPUs: smaller
+/// trees are built on one GPU. On two H200s, a tree of 2^16 leaves from host memory took
+/// 1.26 ms as two subtrees against 1.14 ms on one GPU, and one of 2^18 leaves 2.49 ms against
+/// 2.70 ms.
+const MIN_SUBTREE_LEAVES: usize = 1 << 16;
+
+/// Rows per GPU at least, when rows to hash are split over the GPUs.
+const MIN_ROWS_PER_GPU: usize = 1 << 12;
+
+/// A [`MerkleBackend`] over several GPUs of one host, one [`Cuda`] backend on each.
+///
+/// How the work is split (the results are those of one GPU, node for node):
+/// - a batch of several trees goes to the GPUs in consecutive groups of whole trees
+///   ([`kernels::even_parts`]: group sizes differ by at most one tree), so a batch of fewer
+///   trees than GPUs leaves some GPUs idle;
+/// - one tree of `n` leaves is split into `s` subtrees of `n / s` leaves, `s` the largest
+///   power of two no larger than the number of GPUs such that a subtree keeps at least 2^16
+///   leaves: each GPU builds one subtree from its leaves (or rows) and writes its levels into
+///   the tree's node array, and the host hashes the `s - 1` nodes above them. With three GPUs
+///   a tree uses two; smaller trees run on the first GPU;
+/// - rows to hash go to the GPUs in consecutive groups of at least 4,096 rows.
+///
+/// The parts run at once, one host thread per GPU, each through its backend's page-locked
+/// staging. Measured on two H200s against one (host data both ways): a tree of 2^22 leaves
+/// in 31.0 ms against 41.8 ms, 2^20 rows of 100 elements hashed in 41.5 ms against 77.3 ms.
+///
+/// ```no_run
+/// use merkle::{Digest, Felt, MerkleTree, MultiGpu};
+///
+/// # fn main() -> Result<(), merkle::Error> {
+/// let gpus = MultiGpu::new()?; // every GPU of the host
+/// let leaves: Vec<Digest> = (0..1u32 << 22).map(|i| Digest::new([Felt::from(i); 4])).collect();
+/// let tree = MerkleTree::build(&gpus, &leaves)?;
+/// println!("root {} on {}", tree.root(), merkle::MerkleBackend::name(&gpus));
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct MultiGpu {
+    backends: Vec<Cuda>,
+}
+
+impl MultiGpu {
+    /// The backend on every visible GPU.
+    ///
+    /// # Errors
+    ///
+    /// As [`Cuda::on`] on any of the GPUs.
+    pub fn new() -> Result<Self, Error> {
+        Self::on(&Gpu::all()?)
+    }
+
+    /// The backend on GPU handles the caller opened (a GPU given twice takes two parts of the
+    /// work).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoGpus`] for an empty list; as [`Cuda::on`] on any of the GPUs.
+    pub fn on(gpus: &[Arc<Gpu>]) -> Result<Self, Error> {
+        if gpus.is_empty() {
+            return Err(Error::NoGpus);
+        }
+        let backends = on_each(gpus, |gpu| Cuda::on(Arc::clone(gpu)))
+            .into_iter()
+            .collect::<Result<_, _>>()?;
+        Ok(Self { backends })
+    }
+
+    /// The backend on each GPU, in the order the GPUs were given.
+    pub fn backends(&self) -> &[Cuda] {
+        &self.backends
+    }
+
+    /// How `trees` trees of `per_tree` leaves (or rows) are spread over the GPUs.
+    fn plan(&self, trees: usize, per_tree: usize) -> Plan {
+        if trees > 1 {
+            return Plan::Trees(even_parts(trees, self.backends.len()));
+        }
+        let most = self.backends.len().min(per_tree / MIN_SUBTREE_LEAVES);
+        if most < 2 {
+            Plan::One
+        } else {
+            Plan::Subtrees(1 << most.ilog2())
+        }
+    }
+
+    /// Runs `work(j, backend, part, range)` for each of `ranges` (consecutive, range `j` on GPU
+    /// `j`) with its part of `out` (`out_per_item` entries per item of the range), all at
+    /// once; the first error in the ranges' order is the result.
+    fn split<T: Send>(
+        &self,
+        ranges: &[Range<usize>],
+        out: &mut [T],
+        out_per_item: usize,
+        work: impl Fn(usize, &Cuda, &mut [T], Range<usize>) -> Result<(), Error> + Sync,
+    ) -> Result<(), Error> {
+        let mut parts = Vec::with_capacity(ranges.len());
+        let mut rest = out;
+        for (j, (range, backend)) in ranges.iter().zip(&self.backends).enumerate() {
+            let (part, tail) = rest.split_at_mut(range.len() * out_per_item);
+            parts.push((j, backend, Mutex::new(part), range.clone()));
+            rest = tail;
+        }
+        on_each(&parts, |(j, backend, part, range)| {
+            let mut part = part.lock().unwrap_or_else(|p| p.into_inner());
+            work(*j, backend, &mut part, range.clone())
+        })
+        .into_iter()
+        .collect()
+    }
+
+    /// Runs `queue(backend, part)` for part `j` on GPU `j`, all at once: each uploads its
+    /// part and queues its build, and returns while its GPU hashes.
+    fn queue<P: Sync, H: Hasher>(
+        &self,
+        parts: &[P],
+        queue: impl Fn(&Cuda, &P) -> Result<DeviceTrees<H>, Error> + Sync,
+    ) -> Result<Vec<DeviceTrees<H>>, Error> {
+        let items: Vec<_> = self.backends.iter().zip(parts).collect();
+        on_each(&items, |(backend, part)| queue(backend, part))
+            .into_iter()
+            .collect()
+    }
+
+    /// Queues the `s` subtrees of the tree over the rows of `elements` (`width` columns), the
+    /// rows of subtree `j` on GPU `j`.
+    fn queue_rows<H: Hasher>(
+        &self,
+        hasher: H,
+        elements: &[Felt],
+        width: usize,
+        s: usize,
+    ) -> Result<Vec<DeviceTrees<H>>, Error> {
+        let parts: Vec<_> = elements.chunks_exact(elements.len() / s).collect();
+        self.queue(&parts, |backend, rows| {
+            backend.queue_tree_from_rows(hasher, rows, width)
+        })
+    }
+
+    /// Copies the subtrees in `device` (subtree `j` on GPU `j`) into the node array `nodes`
+    /// of their tree, with their leaves if `leaves` (otherwise already there), and hashes the
+    /// nodes above them.
+    fn download_subtrees<H: Hasher>(
+        &self,
+        device: &[DeviceTrees<H>],
+        nodes: &mut [Digest],
+        leaves: bool,
+    ) -> Result<(), Error> {
+        let (top, levels) = subtree_levels(nodes, device.len());
+        let items: Vec<_> = self
+            .backends
+            .iter()
+            .zip(device)
+            .zip(levels.into_iter().map(Mutex::new))
+            .collect();
+        on_each(&items, |((backend, device), levels)| {
+            let mut levels = levels.lock().unwrap_or_else(|p| p.into_inner());
+            let downloaded = levels.len() - usize::from(!leaves);
+            backend.download_levels(device, &mut levels[..downloaded])
+        })
+        .into_iter()
+        .collect::<Result<(), Error>>()?;
+        let roots: Vec<Digest> = items
+            .into_iter()
+            .map(|(_, levels)| levels.into_inner().unwrap_or_else(|p| p.into_inner())[0][0])
+            .collect();
+        merge_top::<H>(top, &roots);
+        Ok(())
+    }
+}
+
+/// How a call's trees are spread over the GPUs (see [`MultiGpu`]).
+enum Plan {
+    /// All on the first GPU.
+    One,
+    /// Consecutive groups of whole trees, a group per GPU.
+    Trees(Vec<Range<usize>>),
+    /// One tree as this many subtrees (a power of two), a subtree per GPU.
+    Subtrees(usize),
+}
+
+/// The levels of the `s` subtrees of the tree whose node array is `nodes` (`s` a power of
+/// two): entry `j` lists subtree `j`'s levels, its root first and its leaves last, each a
+/// part of `nodes`; the nodes above the subtrees' roots (`nodes[..s]`) come back apart.
+fn subtree_levels(nodes: &mut [Digest], s: usize) -> (&mut [Digest], Vec<Vec<&mut [Digest]>>) {
+    let (top, mut rest) = nodes.split_at_mut(s);
+    let mut levels: Vec<Vec<&mut [Digest]>> = (0..s).map(|_| Vec::new()).collect();
+    let mut width = s;
+    while !rest.is_empty() {
+        let (level, tail) = rest.split_at_mut(width);
+        for (subtree, part) in levels.iter_mut().zip(level.chunks_mut(width / s)) {
+            subtree.push(part);
+        }
+        rest = tail;
+        width *= 2;
+    }
+    (top, levels)
+}
+
+/// Fills in `top` (`nodes[..s]` of a tree split into `s` subtrees) from the subtrees' roots:
+/// node `i` of the whole tree merges nodes `2i` and `2i + 1`, node `s + j` being the root of
+/// subtree `j`.
+fn merge_top<H: Hasher>(top: &mut [Digest], roots: &[Digest]) {
+    let s = top.len();
+    for i in (1..s).rev() {
+        let child = |c: usize| if c < s { top[c] } else { roots[c - s] };
+        let (left, right) = (child(2 * i), child(2 * i + 1));
+        top[i] = H::merge(&left, &right);
+    }
+}
+
+impl MerkleBackend for MultiGpu {
+    fn name(&self) -> String {
+        let names: Vec<String> = self
+            .backends
+            .iter()
+            .map(|backend| backend.gpu().info().name.clone())
+            .collect();
+        format!("cuda x{}: {}", names.len(), names.join(", "))
+    }
+
+    fn build_nodes_with<H: Hasher>(
+        &self,
+        hasher: H,
+        nodes: &mut [Digest],
+        leaves_per_tree: usize,
+    ) -> Result<(), Error> {
+        check_batch(nodes.len(), leaves_per_tree)?;
+        match self.plan(nodes.len() / (2 * leaves_per_tree), leaves_per_tree) {
+            Plan::One => self.backends[0].build_nodes_with(hasher, nodes, leaves_per_tree),
+            Plan::Trees(ranges) => self.split(
+                &ranges,
+                nodes,
+                2 * leaves_per_tree,
+                |_, backend, part, _| backend.build_nodes_with(hasher, part, leaves_per_tree),
+            ),
+            Plan::Subtrees(s) => {
+                let parts: Vec<_> = nodes[leaves_per_tree..]
+                    .chunks_exact(leaves_per_tree / s)
+                    .collect();
+                let device = self.queue(&parts, |backend, leaves| {
+                    backend.queue_trees(hasher, leaves, 1)
+                })?;
+                self.download_subtrees(&device, nodes, false)
+            }
+        }
+    }
+
+    fn node_arrays_with<H: Hasher>(
+        &self,
+        hasher: H,
+        leaves: &[Digest],
+        leaves_per_tree: usize,
+    ) -> Result<Vec<Digest>, Error> {
+        check_batch(2 * leaves.len(), leaves_per_tree)?;
+        let plan = self.plan(leaves.len() / leaves_per_tree, leaves_per_tree);
+        let parts: Vec<&[Digest]> = match &plan {
+            Plan::One => {
+                return self.backends[0].node_arrays_with(hasher, leaves, leaves_per_tree);
+            }
+            Plan::Trees(ranges) => ranges
+                .iter()
+                .map(|r| &leaves[r.start * leaves_per_tree..r.end * leaves_per_tree])
+                .collect(),
+            Plan::Subtrees(s) => leaves.chunks_exact(leaves.len() / s).collect(),
+        };
+        // A group's trees, or one subtree.
+        let device = self.queue(&parts, |backend, part| {
+            backend.queue_trees(hasher, part, part.len().div_ceil(leaves_per_tree))
+        })?;
+        // Written while the GPUs hash.
+        let mut nodes = node_arrays(leaves, leaves_per_tree);
+        match &plan {
+            Plan::Trees(ranges) => {
+                self.split(
+                    ranges,
+                    &mut nodes,
+                    2 * leaves_per_tree,
+                    |j, backend, part, _| backend.download_internal_nodes(&device[j], part),
+                )?;
+            }
+            _ => self.download_subtrees(&device, &mut nodes, false)?,
+        }
+        Ok(nodes)
+    }
+
+    fn hash_rows_with<H: Hasher>(
+        &self,
+        hasher: H,
+        elements: &[Felt],
+        width: usize,
+        out: &mut [Digest],
+    ) -> Result<(), Error> {
+        check_rows(elements.len(), width, out.len())?;
+        let parts = self
+            .backends
+            .len()
+            .min(out.len().div_ceil(MIN_ROWS_PER_GPU))
+            .max(1);
+        self.split(
+            &even_parts(out.len(), parts),
+            out,
+            1,
+            |_, backend, part, rows| {
+                let rows = &elements[rows.start * width..rows.end * width];
+                backend.hash_rows_with(hasher, rows, width, part)
+            },
+        )
+    }
+
+    fn build_nodes_from_rows_with<H: Hasher>(
+        &self,
+        hasher: H,
+        elements: &[Felt],
+        width: usize,
+        nodes: &mut [Digest],
+    ) -> Result<(), Error> {
+        let rows = tree_rows(elements.len(), width)?;
+        check_rows(elements.len(), width, nodes.len() / 2)?;
+        match self.plan(1, rows) {
+            Plan::Subtrees(s) => {
+                let device = self.queue_rows(hasher, elements, width, s)?;
+                self.download_subtrees(&device, nodes, true)
+            }
+            _ => self.backends[0].build_nodes_from_rows_with(hasher, elements, width, nodes),
+        }
+    }
+
+    fn node_array_from_rows_with<H: Hasher>(
+        &self,
+        hasher: H,
+        elements: &[Felt],
+        width: usize,
+    ) -> Result<Vec<Digest>, Error> {
+        let rows = tree_rows(elements.len(), width)?;
+        match self.plan(1, rows) {
+            Plan::Subtrees(s) => {
+                let device = self.queue_rows(hasher, elements, width, s)?;
+                // Written while the GPUs hash.
+                let mut nodes = zero_digests(2 * rows);
+                self.download_subtrees(&device, &mut nodes, true)?;
+                Ok(nodes)
+            }
+            _ => self.backends[0].node_array_from_rows_with(hasher, elements, width),
+        }
+    }
+}
