@@ -45,7 +45,7 @@ const MIN_ROWS_PER_GPU: usize = 1 << 12;
 ///
 /// # fn main() -> Result<(), merkle::Error> {
 /// let gpus = MultiGpu::new()?; // every GPU of the host
-/// let leaves: Vec<Digest> = (0..1u32 << 22).map(|i| Digest::new([Felt::from(i); 4])).collect();
+/// let leaves: Vec<Digest> = (0..1u32 << 22).map(|i| Digest::new([Felt::new(i); 4])).collect();
 /// let tree = MerkleTree::build(&gpus, &leaves)?;
 /// println!("root {} on {}", tree.root(), merkle::MerkleBackend::name(&gpus));
 /// # Ok(()) }
@@ -358,5 +358,71 @@ impl MerkleBackend for MultiGpu {
             }
             _ => self.backends[0].node_array_from_rows_with(hasher, elements, width),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Cpu, MerkleTree, Poseidon2, Rp64_256};
+
+    fn leaves(n: usize) -> Vec<Digest> {
+        (0..n as u64)
+            .map(|i| Digest::new([i, i + 1, 3 * i, 7].map(Felt::new)))
+            .collect()
+    }
+
+    /// Subtree `j`'s level `t` is the part of the whole tree's level `log2 s + t` that lies
+    /// under node `s + j`, and every node from `s` on belongs to exactly one subtree.
+    #[test]
+    fn subtree_levels_cover_each_node_once_in_place() {
+        for (n, s) in [
+            (2usize, 2usize),
+            (8, 2),
+            (8, 4),
+            (8, 8),
+            (64, 4),
+            (1 << 10, 8),
+        ] {
+            let mut nodes: Vec<Digest> = (0..2 * n as u64)
+                .map(|i| Digest::new([Felt::new(i); 4]))
+                .collect();
+            let (top, levels) = subtree_levels(&mut nodes, s);
+            assert_eq!(top.len(), s);
+            let mut seen = vec![false; 2 * n];
+            for (j, subtree) in levels.iter().enumerate() {
+                assert_eq!(subtree.len(), (n / s).ilog2() as usize + 1, "{n} over {s}");
+                for (t, level) in subtree.iter().enumerate() {
+                    assert_eq!(level.len(), 1 << t);
+                    let first = ((s + j) << t) as u64;
+                    for (k, node) in level.iter().enumerate() {
+                        let index = first + k as u64;
+                        assert_eq!(*node, Digest::new([Felt::new(index); 4]));
+                        assert!(!seen[index as usize], "node {index} twice");
+                        seen[index as usize] = true;
+                    }
+                }
+            }
+            assert!(
+                seen[s..].iter().all(|&x| x),
+                "{n} over {s}: every node from s on"
+            );
+        }
+    }
+
+    /// The nodes above the subtrees' roots, hashed on the host, are the CPU tree's.
+    #[test]
+    fn the_top_merges_equal_the_cpu_tree() {
+        fn check<H: Hasher>(hasher: H) {
+            for (n, s) in [(2usize, 2usize), (16, 2), (16, 4), (16, 16), (256, 8)] {
+                let tree = MerkleTree::build_with(hasher, &Cpu, &leaves(n)).unwrap();
+                let expected = tree.nodes();
+                let mut top = vec![Digest::default(); s];
+                merge_top::<H>(&mut top, &expected[s..2 * s]);
+                assert_eq!(&top[1..], &expected[1..s], "{} over {s}", H::NAME);
+            }
+        }
+        check(Rp64_256);
+        check(Poseidon2);
     }
 }
