@@ -378,7 +378,7 @@ mod gpu {
         eight_threads_share(&multi);
     }
 
-    fn eight_threads_share<B: MerkleBackend + Sync>(cuda: &B) {
+    fn eight_threads_share<B: MerkleBackend + Sync>(backend: &B) {
         std::thread::scope(|scope| {
             for t in 0..8usize {
                 scope.spawn(move || {
@@ -387,11 +387,14 @@ mod gpu {
                         let leaves = random_digests(1 << log);
                         let (gpu, cpu) = match call % 4 {
                             0 => (
-                                MerkleTree::build(cuda, &leaves).unwrap().root().to_owned(),
+                                MerkleTree::build(backend, &leaves)
+                                    .unwrap()
+                                    .root()
+                                    .to_owned(),
                                 MerkleTree::build(&Cpu, &leaves).unwrap().root().to_owned(),
                             ),
                             1 => (
-                                *MerkleTree::build_with(Poseidon2, cuda, &leaves)
+                                *MerkleTree::build_with(Poseidon2, backend, &leaves)
                                     .unwrap()
                                     .root(),
                                 *MerkleTree::build_with(Poseidon2, &Cpu, &leaves)
@@ -399,7 +402,7 @@ mod gpu {
                                     .root(),
                             ),
                             2 => (
-                                *MerkleTree::build_with(RpJive64_256, cuda, &leaves)
+                                *MerkleTree::build_with(RpJive64_256, backend, &leaves)
                                     .unwrap()
                                     .root(),
                                 *MerkleTree::build_with(RpJive64_256, &Cpu, &leaves)
@@ -413,7 +416,7 @@ mod gpu {
                                     .map(|_| Felt::new(rand::random::<u64>()))
                                     .collect();
                                 (
-                                    *MerkleTree::from_rows_with(Rpx256, cuda, &elements, width)
+                                    *MerkleTree::from_rows_with(Rpx256, backend, &elements, width)
                                         .unwrap()
                                         .root(),
                                     *MerkleTree::from_rows_with(Rpx256, &Cpu, &elements, width)
