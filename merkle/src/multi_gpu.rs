@@ -45,7 +45,7 @@ const MIN_ROWS_PER_GPU: usize = 1 << 12;
 ///
 /// # fn main() -> Result<(), merkle::Error> {
 /// let gpus = MultiGpu::new()?; // every GPU of the host
-/// let leaves: Vec<Digest> = (0..1u32 << 22).map(|i| Digest::new([Felt::new(i); 4])).collect();
+/// let leaves: Vec<Digest> = (0..1u32 << 22).map(|i| Digest::new([Felt::from(i); 4])).collect();
 /// let tree = MerkleTree::build(&gpus, &leaves)?;
 /// println!("root {} on {}", tree.root(), merkle::MerkleBackend::name(&gpus));
 /// # Ok(()) }
