@@ -15,8 +15,9 @@
 //!   with them by [`Mark`]s.
 //! - [`Staging`]: large host slices streamed to and from the device through page-locked
 //!   chunks, at bus speed, while kernels work on the chunk before.
-//! - [`even_parts`] and [`on_each`]: how the crates' multi-GPU backends split their work
-//!   (near-equal consecutive parts, a host thread per device). They need no GPU.
+//! - [`even_parts`], [`even_parts_of_at_least`], [`on_each`] and [`on_each_part`]: how the
+//!   crates' multi-GPU backends split their work (near-equal consecutive parts, a host thread
+//!   per device, each filling its part of the output). They need no GPU.
 //! - NVRTC compilation for the device's own `sm_XY`, once per process and module, with an
 //!   on-disk cache (see [`cache_dir`]): `KERNELS_CACHE_DIR` moves it, `KERNELS_CACHE=off`
 //!   disables it. [`compile_module`] compiles for any architecture without a GPU.
@@ -113,7 +114,7 @@ mod queue;
 mod staging;
 
 pub use error::{DriverError, GpuError, Result};
-pub use split::{even_parts, on_each};
+pub use split::{even_parts, even_parts_of_at_least, on_each, on_each_part};
 
 #[cfg(feature = "cuda")]
 pub use buffer::{DeviceBuffer, PinnedBuffer};

@@ -2,6 +2,7 @@
 //! per device. Needs no GPU (the crates' multi-GPU backends build on it).
 
 use std::ops::Range;
+use std::sync::Mutex;
 
 /// `len` items split into at most `parts` consecutive, non-empty ranges whose sizes differ by
 /// at most one, the larger first: with `len = q parts + r`, the first `r` ranges hold `q + 1`
@@ -22,6 +23,19 @@ pub fn even_parts(len: usize, parts: usize) -> Vec<Range<usize>> {
             start - size..start
         })
         .collect()
+}
+
+/// [`even_parts`] with no part shorter than `min_len` where that can be had: `len` items in
+/// at most `parts` ranges, fewer when the items would fill fewer ranges of `min_len` (always
+/// one range for `0 < len < min_len`), so that work too small to pay for another GPU stays on
+/// fewer.
+///
+/// ```
+/// assert_eq!(kernels::even_parts_of_at_least(10, 4, 4), [0..5, 5..10]);
+/// assert_eq!(kernels::even_parts_of_at_least(3, 4, 4), [0..3]);
+/// ```
+pub fn even_parts_of_at_least(len: usize, parts: usize, min_len: usize) -> Vec<Range<usize>> {
+    even_parts(len, parts.min(len / min_len.max(1)).max(1))
 }
 
 /// `run(item)` for every item at once, one scoped thread each (the calling thread waits), the
@@ -54,6 +68,39 @@ pub fn on_each<T: Sync, R: Send>(items: &[T], run: impl Fn(&T) -> R + Sync) -> V
     })
 }
 
+/// `run(j, part)` for consecutive parts of `data`, part `j` the next `lens[j]` entries, all at
+/// once as [`on_each`] (results in the parts' order): how a multi-GPU backend fills its
+/// output, each GPU its own part. The lengths must not add up to more than `data.len()`.
+///
+/// ```
+/// let mut data = [0u32; 5];
+/// let firsts = kernels::on_each_part(&mut data, &[2, 3], |j, part| {
+///     part.fill(j as u32 + 1);
+///     part.len()
+/// });
+/// assert_eq!((firsts, data), (vec![2, 3], [1, 1, 2, 2, 2]));
+/// ```
+///
+/// # Panics
+///
+/// When the lengths add up to more than `data.len()`.
+pub fn on_each_part<T: Send, R: Send>(
+    data: &mut [T],
+    lens: &[usize],
+    run: impl Fn(usize, &mut [T]) -> R + Sync,
+) -> Vec<R> {
+    let mut parts = Vec::with_capacity(lens.len());
+    let mut rest = data;
+    for (j, &len) in lens.iter().enumerate() {
+        let (part, tail) = rest.split_at_mut(len);
+        parts.push((j, Mutex::new(part)));
+        rest = tail;
+    }
+    on_each(&parts, |(j, part)| {
+        run(*j, &mut part.lock().unwrap_or_else(|p| p.into_inner()))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,6 +129,54 @@ mod tests {
         }
         assert_eq!(even_parts(usize::MAX, 3).len(), 3);
         assert_eq!(even_parts(usize::MAX, 3)[2].end, usize::MAX);
+    }
+
+    #[test]
+    fn parts_of_at_least_keep_their_minimum_where_they_can() {
+        for parts in 1..=5 {
+            for min_len in [1, 3, 4096] {
+                for len in (0..=20).chain([4095, 4096, 8191, 8192, 20_000]) {
+                    let ranges = even_parts_of_at_least(len, parts, min_len);
+                    let count = parts.min(len / min_len).max(1).min(len);
+                    assert_eq!(
+                        ranges,
+                        even_parts(len, count),
+                        "{len} / {parts} / {min_len}"
+                    );
+                    if ranges.len() > 1 {
+                        assert!(ranges.iter().all(|r| r.len() >= min_len));
+                    }
+                    // One part more would have been too short.
+                    if ranges.len() < parts.min(len) {
+                        assert!(len / (ranges.len() + 1) < min_len, "{len} / {parts}");
+                    }
+                }
+            }
+        }
+        assert_eq!(even_parts_of_at_least(7, 3, 0), even_parts(7, 3));
+    }
+
+    #[test]
+    fn on_each_part_gives_each_run_its_own_part() {
+        let mut data: Vec<usize> = vec![0; 10];
+        let barrier = std::sync::Barrier::new(3);
+        let lens = on_each_part(&mut data, &[4, 0, 5], |j, part| {
+            barrier.wait(); // all three at once
+            part.iter_mut().for_each(|x| *x = j + 1);
+            part.len()
+        });
+        assert_eq!(lens, [4, 0, 5]);
+        assert_eq!(
+            data,
+            [1, 1, 1, 1, 3, 3, 3, 3, 3, 0],
+            "the tail past the parts untouched"
+        );
+    }
+
+    #[test]
+    #[should_panic]
+    fn on_each_part_refuses_parts_past_the_end() {
+        on_each_part(&mut [0u8; 3], &[2, 2], |_, _| ());
     }
 
     #[test]

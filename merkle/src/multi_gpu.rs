@@ -4,7 +4,7 @@
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
-use kernels::{Gpu, even_parts, on_each};
+use kernels::{Gpu, even_parts, even_parts_of_at_least, on_each, on_each_part};
 
 use crate::cuda::{Cuda, DeviceTrees};
 use crate::digest::Digest;
@@ -109,16 +109,9 @@ impl MultiGpu {
         out_per_item: usize,
         work: impl Fn(usize, &Cuda, &mut [T], Range<usize>) -> Result<(), Error> + Sync,
     ) -> Result<(), Error> {
-        let mut parts = Vec::with_capacity(ranges.len());
-        let mut rest = out;
-        for (j, (range, backend)) in ranges.iter().zip(&self.backends).enumerate() {
-            let (part, tail) = rest.split_at_mut(range.len() * out_per_item);
-            parts.push((j, backend, Mutex::new(part), range.clone()));
-            rest = tail;
-        }
-        on_each(&parts, |(j, backend, part, range)| {
-            let mut part = part.lock().unwrap_or_else(|p| p.into_inner());
-            work(*j, backend, &mut part, range.clone())
+        let lens: Vec<usize> = ranges.iter().map(|r| r.len() * out_per_item).collect();
+        on_each_part(out, &lens, |j, part| {
+            work(j, &self.backends[j], part, ranges[j].clone())
         })
         .into_iter()
         .collect()
@@ -307,13 +300,8 @@ impl MerkleBackend for MultiGpu {
         out: &mut [Digest],
     ) -> Result<(), Error> {
         check_rows(elements.len(), width, out.len())?;
-        let parts = self
-            .backends
-            .len()
-            .min(out.len().div_ceil(MIN_ROWS_PER_GPU))
-            .max(1);
         self.split(
-            &even_parts(out.len(), parts),
+            &even_parts_of_at_least(out.len(), self.backends.len(), MIN_ROWS_PER_GPU),
             out,
             1,
             |_, backend, part, rows| {
