@@ -27,15 +27,19 @@ impl<T> Drop for DeviceBuffer<T> {
     /// memory stayed allocated, and the error came back from the next call on the device's
     /// handle, whatever it was.
     fn drop(&mut self) {
-        // Not `bind_to_thread`: it would take any error that cudarc recorded on the context
-        // for its next call, and this drop would lose it.
-        let context = self.slice.stream().context().cu_ctx();
-        if result::ctx::get_current().ok().flatten() != Some(context) {
-            // SAFETY: the context is the buffer's own, alive while `self.slice` holds its
-            // stream; which context is current on a thread is cudarc's to set at each call.
-            // A failure here shows as the free's own error, recorded by cudarc.
-            let _ = unsafe { result::ctx::set_current(context) };
-        }
+        make_current(self.slice.stream().context().cu_ctx());
+    }
+}
+
+/// Makes `context` current on this thread if it is not, before cudarc frees memory of it in a
+/// drop. Not `bind_to_thread`: that would take any error cudarc recorded on the context for
+/// its next call, and the drop would lose it. `context` must be alive (the caller holds it).
+fn make_current(context: sys::CUcontext) {
+    if result::ctx::get_current().ok().flatten() != Some(context) {
+        // SAFETY: the caller's context is alive; which context is current on a thread is
+        // cudarc's to set at each call. A failure here shows as the free's own error, which
+        // cudarc records.
+        let _ = unsafe { result::ctx::set_current(context) };
     }
 }
 
@@ -153,6 +157,16 @@ impl Completion {
         }))
     }
 
+    /// As [`Self::wait`] with the event's context already current, for a drop: by the raw
+    /// driver call, which leaves alone any error recorded on the context (cudarc's would
+    /// return it, and the drop could only drop it). A failed wait can only be ignored there.
+    fn wait_in_drop(&self) {
+        if !self.passed.load(Ordering::Acquire) {
+            // SAFETY: the event is alive (self holds it) and its context is current.
+            let _ = unsafe { result::event::synchronize(self.event.cu_event()) };
+        }
+    }
+
     /// Waits until the stream has passed this point.
     fn wait(&self) -> Result<()> {
         if !self.passed.load(Ordering::Acquire) {
@@ -261,9 +275,14 @@ impl<T> PinnedBuffer<T> {
 }
 
 impl<T> Drop for PinnedBuffer<T> {
-    /// A copy or kernel still in flight must be done with the memory before it is freed.
+    /// Waits until no copy or kernel in flight uses the memory, by the raw driver call with the
+    /// buffer's context made current: cudarc's wait would take an error recorded on the
+    /// context (by a failed free, say) for the next call, and this drop could only discard it.
     fn drop(&mut self) {
-        let _ = self.wait();
+        make_current(self.slice.context().cu_ctx());
+        if let Some(completion) = &self.in_use_until {
+            completion.wait_in_drop();
+        }
     }
 }
 
@@ -336,5 +355,37 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         drop(record);
         src.in_use_until = Some(Completion::record(stream)?);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Gpu;
+
+    /// A page-locked buffer dropped while a copy into it is in flight, on a fresh thread, with
+    /// an error recorded on the context: the memory is freed and the error stays for the next
+    /// call (the drop's wait used to take it and discard it).
+    #[test]
+    #[ignore = "requires a CUDA GPU"]
+    fn pinned_buffers_dropped_in_flight_keep_a_recorded_error() {
+        let gpu = Gpu::first().unwrap();
+        let source = gpu.alloc_zeroed::<u8>(64 << 20).unwrap();
+        let mut pinned = gpu.alloc_pinned::<u8>(64 << 20).unwrap();
+        source.copy_to_pinned_async(64 << 20, &mut pinned).unwrap();
+        let host = pinned.host.as_ptr();
+        let recorded = cudarc::driver::DriverError(sys::CUresult::CUDA_ERROR_NOT_READY);
+        gpu.context().record_err::<()>(Err(recorded));
+        std::thread::spawn(move || drop(pinned)).join().unwrap();
+        assert_eq!(
+            gpu.context().check_err(),
+            Err(recorded),
+            "the recorded error kept"
+        );
+        gpu.context().bind_to_thread().unwrap();
+        let mut flags = 0;
+        // SAFETY: a query of the driver's page-locked ranges; it reads no memory at `host`.
+        let lookup = unsafe { sys::cuMemHostGetFlags(&mut flags, host.cast()) };
+        assert_ne!(lookup, sys::CUresult::CUDA_SUCCESS, "the memory was freed");
     }
 }
