@@ -3,7 +3,9 @@
 //! Ids are `<op>/<backend>/<size>`:
 //! - `digest/...`: the block function alone (keystream summed on chip, never stored);
 //! - `keystream/cpu/...` and `keystream/cuda-device/...`: keystream written to memory;
-//! - `keystream/cuda-host/...`: keystream in a host buffer, the transfer included.
+//! - `keystream/cuda-host/...`: keystream in a host buffer, the transfer included;
+//! - on a host with several GPUs, `digest/cuda-multi-gpu/...` and
+//!   `keystream/cuda-multi-gpu-host/...`: the same on `MultiGpu` over all of them.
 //!
 //! GPU work is synchronized inside the timed region. Without a GPU the CUDA ids are skipped
 //! with a message (the report and the GPU tests are where a missing GPU fails loudly).
@@ -75,6 +77,32 @@ fn cuda(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new("keystream/cuda-host", &size), |b| {
             b.iter(|| cuda.fill_keystream(&stream, 0, &mut out).unwrap())
         });
+    }
+    // Every GPU of the host, the work split between them (only with at least two).
+    match prp::MultiGpu::new() {
+        Ok(gpus) if gpus.backends().len() > 1 => {
+            for log_blocks in [24u32, 28, 31] {
+                let blocks = 1u64 << log_blocks;
+                group.throughput(Throughput::Bytes(blocks * 64));
+                let id =
+                    BenchmarkId::new("digest/cuda-multi-gpu", format!("2^{log_blocks}-blocks"));
+                group.bench_function(id, |b| {
+                    b.iter(|| gpus.keystream_digest(&stream, 0, blocks).unwrap())
+                });
+            }
+            for log_blocks in [18u32, 22] {
+                let blocks = 1u64 << log_blocks;
+                group.throughput(Throughput::Bytes(blocks * 64));
+                let size = format!("2^{log_blocks}-blocks");
+                let mut out = vec![0u8; (blocks * 64) as usize];
+                group.bench_function(
+                    BenchmarkId::new("keystream/cuda-multi-gpu-host", &size),
+                    |b| b.iter(|| gpus.fill_keystream(&stream, 0, &mut out).unwrap()),
+                );
+            }
+        }
+        Ok(_) => eprintln!("chacha: one GPU, no multi-GPU benches"),
+        Err(why) => eprintln!("chacha: no multi-GPU benches: {why}"),
     }
     group.finish();
 }

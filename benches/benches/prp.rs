@@ -7,7 +7,8 @@
 //! - `sr-forward/...`, `sr-inverse/...`: Sometimes-Recurse, lambda = 128, random values;
 //! - `sr-inverse-table/...`: `P^-1` of every element of `[0, N)`.
 //!
-//! CUDA ids keep the values on the device (`cuda`), or take host values (`cuda-host`); the
+//! CUDA ids keep the values on the device (`cuda`), or take host values (`cuda-host`, and on a
+//! host with several GPUs `cuda-multi-gpu-host`: `MultiGpu` over all of them); the
 //! `cuda-direct` ids force one ChaCha block per value per round. GPU work is synchronized
 //! inside the timed region. Without a GPU the CUDA ids are skipped with a message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -106,12 +107,30 @@ fn cuda(c: &mut Criterion) {
                 gpu.synchronize().unwrap();
             })
         });
-        if log_len == 24 {
+        if log_len >= 20 {
             let mut host = input.clone();
             group.bench_function(BenchmarkId::new("sn-inverse/cuda-host", &size), |b| {
                 b.iter(|| cuda.inverse_batch(&sn, &mut host).unwrap())
             });
         }
+    }
+    // Every GPU of the host, the batch split between them (only with at least two).
+    match prp::MultiGpu::new() {
+        Ok(gpus) if gpus.backends().len() > 1 => {
+            for log_len in [16u32, 20, 24] {
+                let mut host = values(1 << 17, 1 << log_len);
+                group.throughput(Throughput::Elements(host.len() as u64));
+                let id = BenchmarkId::new(
+                    "sn-inverse/cuda-multi-gpu-host",
+                    format!("2^17-759r-2^{log_len}"),
+                );
+                group.bench_function(id, |b| {
+                    b.iter(|| gpus.inverse_batch(&sn, &mut host).unwrap())
+                });
+            }
+        }
+        Ok(_) => eprintln!("prp: one GPU, no multi-GPU benches"),
+        Err(why) => eprintln!("prp: no multi-GPU benches: {why}"),
     }
 
     let sr = SometimesRecurse::new(key(), 1 << 25).unwrap();

@@ -75,6 +75,9 @@ pub enum Error {
         /// The largest supported value.
         max: u64,
     },
+    /// A multi-GPU backend given no GPUs.
+    #[error("a multi-GPU backend needs at least one GPU")]
+    NoGpus,
     /// The GPU could not be used (no driver, no device, compile or driver failure).
     #[error(transparent)]
     Gpu(#[from] kernels::GpuError),

@@ -30,6 +30,10 @@
 //! - the ranges of every bin of a sampler ([`Evaluator::bin_boundaries`]) and an iPRF's
 //!   tables ([`Evaluator::iprf_tables`]), which answer `F^-1` for every output at once.
 //!
+//! With `cuda`, [`MultiGpu`] implements both traits over several GPUs of one host: keystreams
+//! and batches split into consecutive parts, one per GPU, tables and samplers on the GPUs in
+//! turn (its docs say how, and what it gains).
+//!
 //! # Swap-bit tables and where they pay
 //!
 //! A round's swap bit for `Xh` comes from one ChaCha block that serves 512 consecutive `Xh`,
@@ -100,7 +104,7 @@ pub use chacha::{
 };
 pub use cpu::Cpu;
 #[cfg(feature = "cuda")]
-pub use cuda::Cuda;
+pub use cuda::{Cuda, MultiGpu};
 pub use derive::{derive, tags};
 pub use error::Error;
 pub use full_domain::MAX_TABLE_DOMAIN;

@@ -234,3 +234,21 @@ fn out_of_domain_batches_are_errors() {
         })
     ));
 }
+
+/// Host batches of at least 2^16 values go through page-locked chunks of 2^21 values: at the
+/// threshold, and over two chunks with a partial last one, through a table (SwapOrNot) and one
+/// by one (a domain past 2^32).
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn large_host_batches_through_staging_equal_the_cpu() {
+    let seed: [u8; 32] = rand::random();
+    let mut rng = TestRng::from_seed(proptest::test_runner::RngAlgorithm::ChaCha, &seed);
+    let sn = SwapOrNot::new(Key::new(&seed), (1 << 17) + 9, 64).unwrap();
+    let sr = SometimesRecurse::new(Key::new(&seed), 1 << 40).unwrap();
+    for len in [(1 << 16) - 1, 1 << 16, (1 << 21) + 3] {
+        check_permutation(&sn, &values(&mut rng, sn.domain(), len))
+            .unwrap_or_else(|e| panic!("SwapOrNot, {len} values, seed {seed:?}: {e}"));
+    }
+    check_permutation(&sr, &values(&mut rng, sr.domain(), (1 << 21) + 3))
+        .unwrap_or_else(|e| panic!("Sometimes-Recurse, seed {seed:?}: {e}"));
+}

@@ -81,6 +81,13 @@ const SWAP_PAIRS_PER_THREAD: u64 = 2;
 /// Device memory for the swap-bit tables of one batch of rounds.
 const BIT_TABLE_BYTES: u64 = 64 << 20;
 
+/// Host batches of at least this many values move through page-locked staging chunks (the
+/// first such batch allocates them); smaller ones through the driver's pageable copies.
+const STAGED_VALUES: usize = 1 << 16;
+
+/// Values per staging chunk: 16 MiB, as the keystream's.
+const VALUE_CHUNK: usize = super::STAGING_BYTES / 8;
+
 /// ChaCha blocks each thread of the sampler's kernel should take at a level.
 const PMNS_BLOCKS_PER_THREAD: u64 = 8;
 
@@ -490,12 +497,35 @@ impl Cuda {
         direction: Direction,
     ) -> Result<(), Error> {
         check_batch(values, prp.domain())?;
+        self.batch_in_domain(prp, values, direction)
+    }
+
+    /// As [`Self::batch`] for values already checked to lie in the domain.
+    pub(super) fn batch_in_domain<P: Permutation>(
+        &self,
+        prp: &P,
+        values: &mut [u64],
+        direction: Direction,
+    ) -> Result<(), Error> {
         if values.is_empty() {
             return Ok(());
         }
-        let mut device = self.gpu.upload(values)?;
+        if values.len() < STAGED_VALUES {
+            let mut device = self.gpu.upload(values)?;
+            self.batch_device(prp, &mut device, direction)?;
+            device.copy_to_host(values)?;
+            return Ok(());
+        }
+        let mut staging = self.value_staging.lock().unwrap_or_else(|p| p.into_inner());
+        let staging = super::made_once(&mut staging, &self.gpu, VALUE_CHUNK)?;
+        let mut device = self.gpu.alloc_zeroed::<u64>(values.len())?;
+        staging.to_device(values, VALUE_CHUNK, |i, chunk, len| {
+            device.copy_from_device(i * VALUE_CHUNK, chunk, 0, len)
+        })?;
         self.batch_device(prp, &mut device, direction)?;
-        device.copy_to_host(values)?;
+        staging.from_device(values, VALUE_CHUNK, |i, chunk, len| {
+            chunk.copy_from_device(0, &device, i * VALUE_CHUNK, len)
+        })?;
         Ok(())
     }
 }

@@ -1,12 +1,16 @@
 //! The CUDA backend: keystream kernels from `prp/cuda/chacha.cu` (here) and the
-//! permutation kernels of `prp/cuda/prp.cu` (`evaluate.rs`), run through `kernels`.
+//! permutation kernels of `prp/cuda/prp.cu` (`evaluate.rs`), run through `kernels`; the same
+//! over several GPUs (`multi_gpu.rs`).
 
 mod evaluate;
+mod multi_gpu;
+
+pub use multi_gpu::MultiGpu;
 
 use std::sync::{Arc, Mutex};
 
 use crate::source;
-use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, Staging};
+use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, Staging, ValidAsZeroBits};
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use crate::Keystream;
@@ -53,7 +57,8 @@ impl StreamParams {
 /// Host-buffer fills go through two staging chunks, so that the transfer of one chunk to the
 /// host overlaps the copy of the previous one into the caller's buffer; the staging memory is
 /// allocated at the first such fill and kept. Clones share it, and fills through one backend
-/// (or its clones) take turns.
+/// (or its clones) take turns. Host batches of at least 2^16 values go through staging
+/// chunks of their own in the same way.
 ///
 /// ```no_run
 /// use prp::{ChaCha8, Cuda, Key, Keystream};
@@ -69,6 +74,8 @@ impl StreamParams {
 pub struct Cuda {
     gpu: Arc<Gpu>,
     staging: Arc<Mutex<Option<Staging<u8>>>>,
+    /// The same for the values of large host batches (`evaluate.rs`).
+    value_staging: Arc<Mutex<Option<Staging<u64>>>>,
 }
 
 impl Cuda {
@@ -82,6 +89,7 @@ impl Cuda {
         Self {
             gpu,
             staging: Arc::default(),
+            value_staging: Arc::default(),
         }
     }
 
@@ -144,6 +152,18 @@ impl Cuda {
     }
 }
 
+/// The staging in `slot`, made with chunks of `capacity` elements at its first use.
+fn made_once<'a, T: DeviceRepr + ValidAsZeroBits + Copy + Send + Sync>(
+    slot: &'a mut Option<Staging<T>>,
+    gpu: &Arc<Gpu>,
+    capacity: usize,
+) -> Result<&'a mut Staging<T>, Error> {
+    Ok(match slot {
+        Some(staging) => staging,
+        empty @ None => empty.insert(Staging::new(gpu, capacity)?),
+    })
+}
+
 impl Keystream for Cuda {
     fn name(&self) -> String {
         let info = self.gpu.info();
@@ -165,10 +185,7 @@ impl Keystream for Cuda {
             return Ok(());
         }
         let mut staging = self.staging.lock().unwrap_or_else(|p| p.into_inner());
-        let staging = match &mut *staging {
-            Some(staging) => staging,
-            empty @ None => empty.insert(Staging::new(&self.gpu, STAGING_BYTES)?),
-        };
+        let staging = made_once(&mut staging, &self.gpu, STAGING_BYTES)?;
         // Chunk i's kernel and transfer are queued, then the host copies chunk i - 1 out
         // while the GPU works on chunk i.
         staging.from_device(out, STAGING_BYTES, |i, chunk, len| {
