@@ -17,6 +17,8 @@ fn backends_and_keyed_types_are_send_and_sync() {
     assert_send_sync::<Cpu>();
     #[cfg(feature = "cuda")]
     assert_send_sync::<prp::Cuda>();
+    #[cfg(feature = "cuda")]
+    assert_send_sync::<prp::MultiGpu>();
     assert_send_sync::<prp::Backend>();
     assert_send_sync::<Key>();
     assert_send_sync::<ChaCha8>();
@@ -331,53 +333,61 @@ fn debug_output_never_shows_key_material() {
 mod gpu {
     use super::*;
     use crate::kernels::{assert_out_of_memory, fill_device_memory, gpu_lock};
-    use prp::Cuda;
+    use prp::{Cuda, MultiGpu};
 
     /// Awkward sizes: not multiples of a block, a warp or 512.
     const SIZES: [usize; 7] = [1, 63, 65, 511, 513, 4097, 100_003];
 
+    /// Eight threads share one `Cuda`, then one `MultiGpu` over this GPU given twice.
     #[test]
     #[ignore = "requires a CUDA GPU"]
     fn eight_threads_share_one_backend() {
         let _lock = gpu_lock();
         let cuda = Cuda::new().unwrap();
+        eight_threads_share(&cuda);
+        eight_threads_share(&MultiGpu::on(&[cuda.gpu().clone(), cuda.gpu().clone()]).unwrap());
+    }
+
+    fn eight_threads_share<B: Evaluator + Sync>(backend: &B) {
         // Small enough that the CPU's share (the reference) stays at seconds in all.
         let prp = SometimesRecurse::new(key(8), 100_003).unwrap();
         let small = SwapOrNot::new(key(9), 4099, 100).unwrap();
         std::thread::scope(|scope| {
             for t in 0..8usize {
-                let (cuda, prp, small) = (&cuda, &prp, &small);
+                let (backend, prp, small) = (backend, &prp, &small);
                 scope.spawn(move || {
                     for call in 0..20usize {
                         let n = SIZES[(t + call) % SIZES.len()];
                         let stream = ChaCha8::new(key(t as u8), [call as u32, 0, 1]);
                         let counter = rand::random::<u32>() >> 1;
                         let (mut gpu, mut cpu) = (vec![0u8; n], vec![0u8; n]);
-                        cuda.fill_keystream(&stream, counter, &mut gpu).unwrap();
+                        backend.fill_keystream(&stream, counter, &mut gpu).unwrap();
                         Cpu.fill_keystream(&stream, counter, &mut cpu).unwrap();
                         assert_eq!(gpu, cpu);
-                        let values: Vec<u64> = (0..n.min(500))
+                        // Now and then a batch large enough for the page-locked staging.
+                        let len = if call % 7 == 3 { 1 << 16 } else { n.min(500) };
+                        let values: Vec<u64> = (0..len)
                             .map(|_| rand::random::<u64>() % prp.domain())
                             .collect();
                         let (mut gpu, mut cpu) = (values.clone(), values.clone());
                         if call % 2 == 0 {
-                            cuda.forward_batch(prp, &mut gpu).unwrap();
+                            backend.forward_batch(prp, &mut gpu).unwrap();
                             Cpu.forward_batch(prp, &mut cpu).unwrap();
                         } else {
                             // A refused batch in one thread leaves the others' work alone.
-                            let refused = cuda.inverse_batch(small, &mut gpu);
+                            let refused = backend.inverse_batch(small, &mut gpu);
                             if values.iter().any(|&v| v >= small.domain()) {
                                 assert!(matches!(refused, Err(Error::OutOfDomain { .. })));
                                 assert_eq!(gpu, values);
                             }
                             gpu = values.clone();
-                            cuda.inverse_batch(prp, &mut gpu).unwrap();
+                            backend.inverse_batch(prp, &mut gpu).unwrap();
                             Cpu.inverse_batch(prp, &mut cpu).unwrap();
                         }
                         assert_eq!(gpu, cpu);
                     }
                     assert_eq!(
-                        cuda.forward_table(small).unwrap(),
+                        backend.forward_table(small).unwrap(),
                         Cpu.forward_table(small).unwrap()
                     );
                 });
@@ -405,7 +415,19 @@ mod gpu {
         }
         cuda.fill_keystream_device(&stream, 5, &mut digest_buffer)
             .unwrap();
+        // A host batch large enough for the page-locked staging, whose first use allocates it:
+        // refused, and no value changed.
+        let values: Vec<u64> = (0..1u64 << 17).collect();
+        let mut batch = values.clone();
+        match cuda.forward_batch(&prp, &mut batch) {
+            Err(Error::Gpu(error)) => assert_out_of_memory(&error),
+            other => panic!("expected an out-of-memory error, got {other:?}"),
+        }
+        assert_eq!(batch, values);
         drop(held);
+        cuda.forward_batch(&prp, &mut batch).unwrap();
+        Cpu.inverse_batch(&prp, &mut batch).unwrap();
+        assert_eq!(batch, values);
         assert_eq!(
             cuda.inverse_table(&prp).unwrap(),
             Cpu.inverse_table(&prp).unwrap()
