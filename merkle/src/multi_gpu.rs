@@ -26,14 +26,14 @@ const MIN_ROWS_PER_GPU: usize = 1 << 12;
 /// A [`MerkleBackend`] over several GPUs of one host, one [`Cuda`] backend on each.
 ///
 /// How the work is split (the results are those of one GPU, node for node):
-/// - a batch of several trees goes to the GPUs in consecutive groups of whole trees
+/// - each of `t` trees of `n` leaves is split into `s` subtrees of `n / s` leaves, `s` the
+///   largest power of two with `t s` no more than the GPUs and `n / s` at least 2^16, when
+///   that gives `s >= 2`: each GPU builds one subtree from its leaves (or rows) and writes its
+///   levels into its tree's node array, and the host hashes the `s - 1` nodes above them. So
+///   one tree on three GPUs uses two, and two trees on four GPUs two each;
+/// - other batches of several trees go to the GPUs in consecutive groups of whole trees
 ///   ([`kernels::even_parts`]: group sizes differ by at most one tree), so a batch of fewer
-///   trees than GPUs leaves some GPUs idle;
-/// - one tree of `n` leaves is split into `s` subtrees of `n / s` leaves, `s` the largest
-///   power of two no larger than the number of GPUs such that a subtree keeps at least 2^16
-///   leaves: each GPU builds one subtree from its leaves (or rows) and writes its levels into
-///   the tree's node array, and the host hashes the `s - 1` nodes above them. With three GPUs
-///   a tree uses two; smaller trees run on the first GPU;
+///   trees than GPUs may leave some GPUs idle; a lone smaller tree runs on the first GPU;
 /// - rows to hash go to the GPUs in consecutive groups of at least 4,096 rows.
 ///
 /// The parts run at once, one host thread per GPU, each through its backend's page-locked
@@ -88,15 +88,7 @@ impl MultiGpu {
 
     /// How `trees` trees of `per_tree` leaves (or rows) are spread over the GPUs.
     fn plan(&self, trees: usize, per_tree: usize) -> Plan {
-        if trees > 1 {
-            return Plan::Trees(even_parts(trees, self.backends.len()));
-        }
-        let most = self.backends.len().min(per_tree / MIN_SUBTREE_LEAVES);
-        if most < 2 {
-            Plan::One
-        } else {
-            Plan::Subtrees(1 << most.ilog2())
-        }
+        plan(self.backends.len(), trees, per_tree)
     }
 
     /// Runs `work(j, backend, part, range)` for each of `ranges` (consecutive, range `j` on GPU
@@ -145,16 +137,24 @@ impl MultiGpu {
         })
     }
 
-    /// Copies the subtrees in `device` (subtree `j` on GPU `j`) into the node array `nodes`
-    /// of their tree, with their leaves if `leaves` (otherwise already there), and hashes the
+    /// Copies the subtrees in `device` into the node arrays `nodes` of their trees (of equal
+    /// size, one after the other, each split into `s` subtrees: subtree `j` of tree `i` on
+    /// GPU `i s + j`), with their leaves if `leaves` (otherwise already there), and hashes the
     /// nodes above them.
     fn download_subtrees<H: Hasher>(
         &self,
         device: &[DeviceTrees<H>],
         nodes: &mut [Digest],
+        s: usize,
         leaves: bool,
     ) -> Result<(), Error> {
-        let (top, levels) = subtree_levels(nodes, device.len());
+        let mut tops = Vec::new();
+        let mut levels = Vec::new();
+        for tree in nodes.chunks_exact_mut(nodes.len() / (device.len() / s)) {
+            let (top, subtrees) = subtree_levels(tree, s);
+            tops.push(top);
+            levels.extend(subtrees);
+        }
         let items: Vec<_> = self
             .backends
             .iter()
@@ -172,18 +172,32 @@ impl MultiGpu {
             .into_iter()
             .map(|(_, levels)| levels.into_inner().unwrap_or_else(|p| p.into_inner())[0][0])
             .collect();
-        merge_top::<H>(top, &roots);
+        for (top, roots) in tops.into_iter().zip(roots.chunks_exact(s)) {
+            merge_top::<H>(top, roots);
+        }
         Ok(())
     }
 }
 
+/// How `trees` trees of `per_tree` leaves (or rows) are spread over `gpus` GPUs.
+fn plan(gpus: usize, trees: usize, per_tree: usize) -> Plan {
+    let most = (gpus / trees.max(1)).min(per_tree / MIN_SUBTREE_LEAVES);
+    match (trees, most) {
+        (_, 2..) => Plan::Subtrees(1 << most.ilog2()),
+        (0 | 1, _) => Plan::One,
+        _ => Plan::Trees(even_parts(trees, gpus)),
+    }
+}
+
 /// How a call's trees are spread over the GPUs (see [`MultiGpu`]).
+#[derive(Debug, PartialEq)]
 enum Plan {
     /// All on the first GPU.
     One,
     /// Consecutive groups of whole trees, a group per GPU.
     Trees(Vec<Range<usize>>),
-    /// One tree as this many subtrees (a power of two), a subtree per GPU.
+    /// Each tree as this many subtrees (a power of two), a subtree per GPU: subtree `j` of
+    /// tree `i` on GPU `i s + j`.
     Subtrees(usize),
 }
 
@@ -243,13 +257,14 @@ impl MerkleBackend for MultiGpu {
                 |_, backend, part, _| backend.build_nodes_with(hasher, part, leaves_per_tree),
             ),
             Plan::Subtrees(s) => {
-                let parts: Vec<_> = nodes[leaves_per_tree..]
-                    .chunks_exact(leaves_per_tree / s)
+                let parts: Vec<_> = nodes
+                    .chunks_exact(2 * leaves_per_tree)
+                    .flat_map(|tree| tree[leaves_per_tree..].chunks_exact(leaves_per_tree / s))
                     .collect();
                 let device = self.queue(&parts, |backend, leaves| {
                     backend.queue_trees(hasher, leaves, 1)
                 })?;
-                self.download_subtrees(&device, nodes, false)
+                self.download_subtrees(&device, nodes, s, false)
             }
         }
     }
@@ -270,7 +285,7 @@ impl MerkleBackend for MultiGpu {
                 .iter()
                 .map(|r| &leaves[r.start * leaves_per_tree..r.end * leaves_per_tree])
                 .collect(),
-            Plan::Subtrees(s) => leaves.chunks_exact(leaves.len() / s).collect(),
+            Plan::Subtrees(s) => leaves.chunks_exact(leaves_per_tree / s).collect(),
         };
         // A group's trees, or one subtree.
         let device = self.queue(&parts, |backend, part| {
@@ -278,16 +293,15 @@ impl MerkleBackend for MultiGpu {
         })?;
         // Written while the GPUs hash.
         let mut nodes = node_arrays(leaves, leaves_per_tree);
-        match &plan {
-            Plan::Trees(ranges) => {
-                self.split(
-                    ranges,
-                    &mut nodes,
-                    2 * leaves_per_tree,
-                    |j, backend, part, _| backend.download_internal_nodes(&device[j], part),
-                )?;
-            }
-            _ => self.download_subtrees(&device, &mut nodes, false)?,
+        if let Plan::Trees(ranges) = &plan {
+            self.split(
+                ranges,
+                &mut nodes,
+                2 * leaves_per_tree,
+                |j, backend, part, _| backend.download_internal_nodes(&device[j], part),
+            )?;
+        } else if let Plan::Subtrees(s) = plan {
+            self.download_subtrees(&device, &mut nodes, s, false)?;
         }
         Ok(nodes)
     }
@@ -323,7 +337,7 @@ impl MerkleBackend for MultiGpu {
         match self.plan(1, rows) {
             Plan::Subtrees(s) => {
                 let device = self.queue_rows(hasher, elements, width, s)?;
-                self.download_subtrees(&device, nodes, true)
+                self.download_subtrees(&device, nodes, s, true)
             }
             _ => self.backends[0].build_nodes_from_rows_with(hasher, elements, width, nodes),
         }
@@ -341,7 +355,7 @@ impl MerkleBackend for MultiGpu {
                 let device = self.queue_rows(hasher, elements, width, s)?;
                 // Written while the GPUs hash.
                 let mut nodes = zero_digests(2 * rows);
-                self.download_subtrees(&device, &mut nodes, true)?;
+                self.download_subtrees(&device, &mut nodes, s, true)?;
                 Ok(nodes)
             }
             _ => self.backends[0].node_array_from_rows_with(hasher, elements, width),
@@ -396,6 +410,25 @@ mod tests {
                 "{n} over {s}: every node from s on"
             );
         }
+    }
+
+    /// Trees split into subtrees while every subtree finds a GPU and keeps 2^16 leaves;
+    /// otherwise whole trees in groups, or one tree on the first GPU.
+    #[test]
+    fn plans_split_trees_while_gpus_and_subtree_sizes_allow() {
+        let big = 1 << 20;
+        assert_eq!(plan(1, 1, big), Plan::One);
+        assert_eq!(plan(2, 1, big), Plan::Subtrees(2));
+        assert_eq!(plan(3, 1, big), Plan::Subtrees(2));
+        assert_eq!(plan(8, 1, big), Plan::Subtrees(8));
+        assert_eq!(plan(8, 1, 1 << 18), Plan::Subtrees(4));
+        assert_eq!(plan(8, 1, 1 << 16), Plan::One);
+        assert_eq!(plan(4, 2, 1 << 17), Plan::Subtrees(2));
+        assert_eq!(plan(8, 3, big), Plan::Subtrees(2));
+        assert_eq!(plan(4, 2, 1 << 16), Plan::Trees(vec![0..1, 1..2]));
+        assert_eq!(plan(4, 3, big), Plan::Trees(vec![0..1, 1..2, 2..3]));
+        assert_eq!(plan(2, 5, big), Plan::Trees(vec![0..3, 3..5]));
+        assert_eq!(plan(1, 5, big), Plan::Trees(even_parts(5, 1)));
     }
 
     /// The nodes above the subtrees' roots, hashed on the host, are the CPU tree's.

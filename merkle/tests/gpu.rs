@@ -163,11 +163,30 @@ fn check_multi_gpu<H: Hasher>(hasher: H, gpus: &MultiGpu, rng: &mut TestRng) {
             "{name}: cap of depth {depth}"
         );
     }
-    for (trees, depth) in [(2, 1), (3, 10), (5, 12), (7, 15)] {
+    // Batches of 2^17-leaf trees: on four GPUs, two trees take two GPUs each as subtrees and
+    // three trees go whole.
+    for (trees, depth) in [(2, 1), (3, 10), (5, 12), (7, 15), (2, 17), (3, 17)] {
         let leaves = digests(rng, trees << depth);
         let expected = MerkleTree::build_batch_with(hasher, &Cpu, &leaves, trees).unwrap();
         let got = MerkleTree::build_batch_with(hasher, gpus, &leaves, trees).unwrap();
         assert!(got == expected, "{name}: {trees} trees of depth {depth}");
+        // The same batch filled in place.
+        let mut nodes = vec![Digest::default(); 2 * leaves.len()];
+        for (tree, part) in nodes
+            .chunks_exact_mut(2 << depth)
+            .zip(leaves.chunks_exact(1 << depth))
+        {
+            tree[1 << depth..].copy_from_slice(part);
+        }
+        let mut expected = nodes.clone();
+        Cpu.build_nodes_with(hasher, &mut expected, 1 << depth)
+            .unwrap();
+        gpus.build_nodes_with(hasher, &mut nodes, 1 << depth)
+            .unwrap();
+        assert!(
+            nodes == expected,
+            "{name}: {trees} trees of depth {depth} in place"
+        );
     }
     for (rows, width) in [
         (1, 9),
