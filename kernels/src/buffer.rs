@@ -358,8 +358,9 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     }
 }
 
+/// Unit tests that need a GPU (CI's run of the ignored NVRTC unit tests skips `gpu_tests`).
 #[cfg(test)]
-mod tests {
+mod gpu_tests {
     use super::*;
     use crate::Gpu;
 
