@@ -49,7 +49,7 @@ fn cuda(c: &mut Criterion) {
     let gpu = cuda.gpu();
     let stream = stream();
     let mut group = c.benchmark_group("chacha");
-    for log_blocks in [16u32, 20, 24, 28, 31] {
+    for log_blocks in [16u32, 20, 24, 25, 28, 31] {
         let blocks = 1u64 << log_blocks;
         group.throughput(Throughput::Bytes(blocks * 64));
         let size = format!("2^{log_blocks}-blocks");
@@ -81,7 +81,7 @@ fn cuda(c: &mut Criterion) {
     // Every GPU of the host, the work split between them (only with at least two).
     match prp::MultiGpu::new() {
         Ok(gpus) if gpus.backends().len() > 1 => {
-            for log_blocks in [24u32, 28, 31] {
+            for log_blocks in [24u32, 25, 28, 31] {
                 let blocks = 1u64 << log_blocks;
                 group.throughput(Throughput::Bytes(blocks * 64));
                 let id =

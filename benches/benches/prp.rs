@@ -107,17 +107,21 @@ fn cuda(c: &mut Criterion) {
                 gpu.synchronize().unwrap();
             })
         });
-        if log_len >= 20 {
-            let mut host = input.clone();
-            group.bench_function(BenchmarkId::new("sn-inverse/cuda-host", &size), |b| {
-                b.iter(|| cuda.inverse_batch(&sn, &mut host).unwrap())
-            });
-        }
+    }
+    // Host values both ways, on one GPU and (below) on all of them: around the smallest part
+    // a GPU of `MultiGpu` takes (2^14 values) and past the staging threshold (2^16).
+    for log_len in [15u32, 16, 20, 24] {
+        let mut host = values(1 << 17, 1 << log_len);
+        group.throughput(Throughput::Elements(host.len() as u64));
+        let id = BenchmarkId::new("sn-inverse/cuda-host", format!("2^17-759r-2^{log_len}"));
+        group.bench_function(id, |b| {
+            b.iter(|| cuda.inverse_batch(&sn, &mut host).unwrap())
+        });
     }
     // Every GPU of the host, the batch split between them (only with at least two).
     match prp::MultiGpu::new() {
         Ok(gpus) if gpus.backends().len() > 1 => {
-            for log_len in [16u32, 20, 24] {
+            for log_len in [15u32, 16, 20, 24] {
                 let mut host = values(1 << 17, 1 << log_len);
                 group.throughput(Throughput::Elements(host.len() as u64));
                 let id = BenchmarkId::new(

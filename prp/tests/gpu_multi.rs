@@ -108,14 +108,14 @@ fn batches_and_tables_split_over_gpus_equal_the_cpu() {
     eprintln!("seed {run_seed:#x}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(run_seed);
     let seed: [u8; 32] = rng.random();
-    // One by one (parts of 2^14 values and more), and through tables (a small domain).
+    // One by one (parts of 2^15 values and more), and through tables (a small domain).
     let sn = SwapOrNot::new(Key::new(&seed), (1 << 17) - 3, 300).unwrap();
     let small = SwapOrNot::new(Key::new(&seed), 4093, 120).unwrap();
     let sr = SometimesRecurse::new(Key::new(&seed), 1_000_003).unwrap();
     let iprf = Iprf::new(Key::new(&seed), 300_007, 1 << 9).unwrap();
     let pmns = Pmns::new(Key::new(&seed), 1 << 22, 1 << 11).unwrap();
     for gpus in backends() {
-        for len in [1, 100, 3 * (1 << 14) + 7] {
+        for len in [1, 100, 3 * (1 << 15) + 7] {
             check_batches(&gpus, &sn, &random_values(&mut rng, sn.domain(), len));
             check_batches(&gpus, &sr, &random_values(&mut rng, sr.domain(), len));
         }
@@ -141,14 +141,14 @@ fn batches_and_tables_split_over_gpus_equal_the_cpu() {
                 Cpu.iprf_tables(&iprf).unwrap()
             );
         }
-        let xs = random_values(&mut rng, iprf.domain(), 40_000);
+        let xs = random_values(&mut rng, iprf.domain(), 70_000);
         let (mut got, mut expected) = (xs.clone(), xs);
         gpus.iprf_forward_batch(&iprf, &mut got).unwrap();
         Cpu.iprf_forward_batch(&iprf, &mut expected).unwrap();
         assert_eq!(got, expected, "iPRF batch on {}", gpus.name());
 
         // A value outside the domain in the last part: an error, and no value changed.
-        let mut values = random_values(&mut rng, sn.domain(), 3 << 14);
+        let mut values = random_values(&mut rng, sn.domain(), 3 << 15);
         *values.last_mut().unwrap() = sn.domain();
         let before = values.clone();
         assert!(matches!(

@@ -20,12 +20,15 @@ use crate::{Evaluator, Keystream};
 const MIN_FILL_BLOCKS_PER_GPU: usize = super::STAGING_BYTES / BLOCK_BYTES;
 
 /// Blocks a GPU takes at least when a digest is split: 2^24 blocks take about 0.3 ms on an
-/// H100 (60 G blocks/s), several times a host thread's start and a launch.
+/// H100 (60 G blocks/s), several times a host thread's start and a launch. On two H200s,
+/// 2^25 blocks took 0.58 ms on one GPU and 0.47 ms as two parts.
 const MIN_DIGEST_BLOCKS_PER_GPU: usize = 1 << 24;
 
-/// Values a GPU takes at least when a batch is split: 2^14 values of SwapOrNot over 2^17 with
-/// 759 rounds take about 0.2 ms one by one on an H100.
-const MIN_VALUES_PER_GPU: usize = 1 << 14;
+/// Values a GPU takes at least when a batch is split. Measured on two H200s with SwapOrNot over
+/// 2^17 (759 rounds, one by one), host to host: 2^15 values took 0.97 ms on one GPU and
+/// 1.14-1.17 ms as two parts of 2^14; 2^16 values 1.47-1.49 ms on one and 1.22-1.30 ms as
+/// two parts of 2^15.
+const MIN_VALUES_PER_GPU: usize = 1 << 15;
 
 /// An [`Evaluator`] and [`Keystream`] over several GPUs of one host, one [`Cuda`] backend on
 /// each. Results are those of one GPU (and of the CPU), value for value.
@@ -34,7 +37,7 @@ const MIN_VALUES_PER_GPU: usize = 1 << 14;
 /// - keystream fills, digests and batches go to the GPUs in consecutive parts of nearly equal
 ///   size ([`kernels::even_parts`]) that run at once, one host thread per GPU, each GPU through
 ///   its own staging; a part is never smaller than a minimum (16 MiB of keystream, 2^24
-///   digest blocks, 2^14 values), so that small calls stay on fewer GPUs. A digest is the
+///   digest blocks, 2^15 values), so that small calls stay on fewer GPUs. A digest is the
 ///   wrapping sum of its parts' digests;
 /// - a batch large enough to pay for a whole-domain table (the cost model of [`Cuda`])
 ///   builds the table on every GPU that takes a part, then each GPU looks up its own values:
