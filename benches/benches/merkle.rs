@@ -3,11 +3,12 @@
 //!
 //! Ids are `<op>/<backend>/<size>`:
 //! - `build/{cpu,winter}/2^k` (k = 10..16): a tree from host leaves, throughput in leaves;
-//! - `build/cuda/2^k` (k = 10..24): leaves already on the GPU, synchronized by reading the
-//!   root back; `build/cuda-host/2^k` (k = 10..22) adds the leaf upload and the node download;
+//! - `build/cuda/2^k` (k = 10..24 even, and 17): leaves already on the GPU, synchronized by
+//!   reading the root back; `build/cuda-host/2^k` (k up to 22) adds the leaf upload and the
+//!   node download;
 //! - `hash-rows/<backend>/<rows>x<width>`: leaf hashing of a row-major matrix, throughput in
 //!   elements (`cuda` includes the upload of the rows and the download of the digests);
-//! - on a host with several GPUs, `build/cuda-multi-gpu-host/2^k` (k = 16..22) and
+//! - on a host with several GPUs, `build/cuda-multi-gpu-host/2^k` (k = 16, 17, 18, 20, 22) and
 //!   `hash-rows/cuda-multi-gpu/...`: the same from host memory on `MultiGpu` over all of them;
 //! - `prove-batch/cpu/...`, `verify-batch/cpu/...`: batch proofs of 64 random leaves.
 //!
@@ -87,7 +88,8 @@ fn cuda(c: &mut Criterion) {
     };
     let mut group = c.benchmark_group("merkle");
     group.sample_size(10);
-    for log in (10u32..=24).step_by(2) {
+    // 2^17 beside the even sizes: the smallest tree that `MultiGpu` splits.
+    for log in (10u32..=24).step_by(2).chain([17]) {
         let leaves = digests(u64::from(log), 1 << log);
         let mut device = gpu.upload_leaves(&leaves, 1).unwrap();
         group.throughput(Throughput::Elements(1 << log));
@@ -108,7 +110,7 @@ fn cuda(c: &mut Criterion) {
     // Every GPU of the host, the work split between them (only with at least two).
     match merkle::MultiGpu::new() {
         Ok(gpus) if gpus.backends().len() > 1 => {
-            for log in (16u32..=22).step_by(2) {
+            for log in [16u32, 17, 18, 20, 22] {
                 let leaves = digests(u64::from(log), 1 << log);
                 group.throughput(Throughput::Elements(1 << log));
                 group.bench_function(

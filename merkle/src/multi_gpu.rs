@@ -14,11 +14,11 @@ use crate::hasher::Hasher;
 use crate::host::{node_arrays, zero_digests};
 use crate::{MerkleBackend, check_batch, check_rows, tree_rows};
 
-/// Leaves (or rows) of one subtree at least, when one tree is split over the GPUs: smaller
-/// trees are built on one GPU. On two H200s, a tree of 2^16 leaves from host memory took
-/// 1.26 ms as two subtrees against 1.14 ms on one GPU, and one of 2^18 leaves 2.49 ms against
-/// 2.70 ms.
-const MIN_SUBTREE_LEAVES: usize = 1 << 16;
+/// Leaves (or rows) of one subtree at least, when a tree is split over the GPUs: smaller
+/// trees are built on one GPU. On two H200s, from host memory and back, a tree of 2^16 leaves
+/// took 1.26 ms as two subtrees against 1.14 ms on one GPU, one of 2^17 leaves 1.78-1.80 ms
+/// against 1.76 ms, and one of 2^18 leaves 2.40-2.47 ms against 2.69-2.77 ms.
+const MIN_SUBTREE_LEAVES: usize = 1 << 17;
 
 /// Rows per GPU at least, when rows to hash are split over the GPUs.
 const MIN_ROWS_PER_GPU: usize = 1 << 12;
@@ -27,7 +27,7 @@ const MIN_ROWS_PER_GPU: usize = 1 << 12;
 ///
 /// How the work is split (the results are those of one GPU, node for node):
 /// - each of `t` trees of `n` leaves is split into `s` subtrees of `n / s` leaves, `s` the
-///   largest power of two with `t s` no more than the GPUs and `n / s` at least 2^16, when
+///   largest power of two with `t s` no more than the GPUs and `n / s` at least 2^17, when
 ///   that gives `s >= 2`: each GPU builds one subtree from its leaves (or rows) and writes its
 ///   levels into its tree's node array, and the host hashes the `s - 1` nodes above them. So
 ///   one tree on three GPUs uses two, and two trees on four GPUs two each;
@@ -412,7 +412,7 @@ mod tests {
         }
     }
 
-    /// Trees split into subtrees while every subtree finds a GPU and keeps 2^16 leaves;
+    /// Trees split into subtrees while every subtree finds a GPU and keeps 2^17 leaves;
     /// otherwise whole trees in groups, or one tree on the first GPU.
     #[test]
     fn plans_split_trees_while_gpus_and_subtree_sizes_allow() {
@@ -421,11 +421,12 @@ mod tests {
         assert_eq!(plan(2, 1, big), Plan::Subtrees(2));
         assert_eq!(plan(3, 1, big), Plan::Subtrees(2));
         assert_eq!(plan(8, 1, big), Plan::Subtrees(8));
-        assert_eq!(plan(8, 1, 1 << 18), Plan::Subtrees(4));
-        assert_eq!(plan(8, 1, 1 << 16), Plan::One);
-        assert_eq!(plan(4, 2, 1 << 17), Plan::Subtrees(2));
+        assert_eq!(plan(8, 1, 1 << 19), Plan::Subtrees(4));
+        assert_eq!(plan(8, 1, 1 << 18), Plan::Subtrees(2));
+        assert_eq!(plan(8, 1, 1 << 17), Plan::One);
+        assert_eq!(plan(4, 2, 1 << 18), Plan::Subtrees(2));
         assert_eq!(plan(8, 3, big), Plan::Subtrees(2));
-        assert_eq!(plan(4, 2, 1 << 16), Plan::Trees(vec![0..1, 1..2]));
+        assert_eq!(plan(4, 2, 1 << 17), Plan::Trees(vec![0..1, 1..2]));
         assert_eq!(plan(4, 3, big), Plan::Trees(vec![0..1, 1..2, 2..3]));
         assert_eq!(plan(2, 5, big), Plan::Trees(vec![0..3, 3..5]));
         assert_eq!(plan(1, 5, big), Plan::Trees(even_parts(5, 1)));

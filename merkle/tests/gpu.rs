@@ -147,12 +147,12 @@ fn bad_input_is_an_error_on_the_gpu_too() {
 }
 
 /// Single trees, batches, rows and trees from rows of hasher `H` on `gpus` against the CPU:
-/// trees below, at and above the sizes split into two and four subtrees (of at least 2^16
+/// trees below, at and above the sizes split into two and four subtrees (of at least 2^17
 /// leaves), batches of whole trees, and row counts around the split (at least 4,096 rows a
 /// GPU).
 fn check_multi_gpu<H: Hasher>(hasher: H, gpus: &MultiGpu, rng: &mut TestRng) {
     let name = format!("{} on {}", H::NAME, gpus.name());
-    for depth in [1, 15, 16, 17, 18] {
+    for depth in [1, 16, 17, 18, 19] {
         let leaves = digests(rng, 1 << depth);
         let expected = MerkleTree::build_with(hasher, &Cpu, &leaves).unwrap();
         let got = MerkleTree::build_with(hasher, gpus, &leaves).unwrap();
@@ -163,9 +163,9 @@ fn check_multi_gpu<H: Hasher>(hasher: H, gpus: &MultiGpu, rng: &mut TestRng) {
             "{name}: cap of depth {depth}"
         );
     }
-    // Batches of 2^17-leaf trees: on four GPUs, two trees take two GPUs each as subtrees and
+    // Batches of 2^18-leaf trees: on four GPUs, two trees take two GPUs each as subtrees and
     // three trees go whole.
-    for (trees, depth) in [(2, 1), (3, 10), (5, 12), (7, 15), (2, 17), (3, 17)] {
+    for (trees, depth) in [(2, 1), (3, 10), (5, 12), (7, 15), (2, 18), (3, 18)] {
         let leaves = digests(rng, trees << depth);
         let expected = MerkleTree::build_batch_with(hasher, &Cpu, &leaves, trees).unwrap();
         let got = MerkleTree::build_batch_with(hasher, gpus, &leaves, trees).unwrap();
@@ -204,7 +204,7 @@ fn check_multi_gpu<H: Hasher>(hasher: H, gpus: &MultiGpu, rng: &mut TestRng) {
             .unwrap();
         assert_eq!(got, expected, "{name}: {rows} rows of width {width}");
     }
-    for (depth, width) in [(2, 3), (16, 8), (17, 9), (18, 1)] {
+    for (depth, width) in [(2, 3), (16, 8), (17, 9), (18, 1), (19, 2)] {
         let elements = felts(rng, width << depth);
         let expected = MerkleTree::from_rows_with(hasher, &Cpu, &elements, width).unwrap();
         let got = MerkleTree::from_rows_with(hasher, gpus, &elements, width).unwrap();

@@ -367,7 +367,7 @@ mod gpu {
     }
 
     /// Eight threads share one `Cuda`, then one `MultiGpu` over this GPU given twice (trees
-    /// of 2^17 leaves split into two subtrees), each call checked against the CPU.
+    /// of 2^18 leaves split into two subtrees), each call checked against the CPU.
     #[test]
     #[ignore = "requires a CUDA GPU"]
     fn eight_threads_share_one_backend() {
@@ -383,7 +383,7 @@ mod gpu {
             for t in 0..8usize {
                 scope.spawn(move || {
                     for call in 0..20usize {
-                        let log = [1, 2, 5, 10, 13, 17][(t + call) % 6];
+                        let log = [1, 2, 5, 10, 13, 18][(t + call) % 6];
                         let leaves = random_digests(1 << log);
                         let (gpu, cpu) = match call % 4 {
                             0 => (
