@@ -131,7 +131,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     }
 }
 
-fn check_fits(len: usize, capacity: usize) -> Result<()> {
+pub(crate) fn check_fits(len: usize, capacity: usize) -> Result<()> {
     if len > capacity {
         return Err(GpuError::BufferTooSmall { len, capacity });
     }

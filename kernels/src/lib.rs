@@ -134,7 +134,7 @@ pub use nvrtc::NVRTC_DIR_VAR;
 #[cfg(feature = "cuda")]
 pub use queue::{CopyQueue, Mark};
 #[cfg(feature = "cuda")]
-pub use staging::Staging;
+pub use staging::{SharedStaging, Staging};
 
 /// Defines a crate's NVRTC compile tests of its kernel modules (`$modules`, a
 /// `&[source::Module]`), for its `tests/nvrtc.rs`: `every_module_compiles`, which runs

@@ -1,11 +1,11 @@
 //! Large host slices streamed to and from a GPU in chunks, through page-locked memory.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 use rayon::prelude::*;
 
-use crate::buffer::{DeviceBuffer, PinnedBuffer};
+use crate::buffer::{DeviceBuffer, PinnedBuffer, check_fits};
 use crate::error::{GpuError, Result};
 use crate::gpu::Gpu;
 use crate::queue::{CopyQueue, Mark};
@@ -171,6 +171,42 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy + Send + Sync> Staging<T> {
         Ok(())
     }
 
+    /// Copies `src` into `dst` from element `at` on, in chunks of `chunk_len` elements
+    /// (uploads and device copies queued on the handle).
+    ///
+    /// Errors: `BufferTooSmall` when `src` does not fit from `at` on (nothing is copied), and
+    /// as for [`Staging::to_device`].
+    pub fn copy_to_buffer(
+        &mut self,
+        src: &[T],
+        chunk_len: usize,
+        dst: &mut DeviceBuffer<T>,
+        at: usize,
+    ) -> Result<()> {
+        check_fits(at.saturating_add(src.len()), dst.len())?;
+        self.to_device(src, chunk_len, |i, chunk, len| {
+            dst.copy_from_device(at + i * chunk_len, chunk, 0, len)
+        })
+    }
+
+    /// Fills `dst` with the elements of `src` from element `at` on, in chunks of `chunk_len`
+    /// elements.
+    ///
+    /// Errors: `BufferTooSmall` when `src` holds fewer than `at + dst.len()` elements (nothing
+    /// is copied), and as for [`Staging::from_device`].
+    pub fn copy_from_buffer(
+        &mut self,
+        src: &DeviceBuffer<T>,
+        at: usize,
+        dst: &mut [T],
+        chunk_len: usize,
+    ) -> Result<()> {
+        check_fits(at.saturating_add(dst.len()), src.len())?;
+        self.from_device(dst, chunk_len, |i, chunk, len| {
+            chunk.copy_from_device(0, src, at + i * chunk_len, len)
+        })
+    }
+
     fn check_chunk(&self, chunk_len: usize) -> Result<()> {
         if chunk_len == 0 || chunk_len > self.capacity() {
             return Err(GpuError::InvalidChunk {
@@ -179,6 +215,55 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy + Send + Sync> Staging<T> {
             });
         }
         Ok(())
+    }
+}
+
+/// A [`Staging`] for a backend and its clones: made at the first transfer, with chunks no
+/// larger than that transfer asks for, and made again, larger, when a later one asks for
+/// longer chunks. Transfers through one `SharedStaging` (or its clones) take turns.
+///
+/// ```no_run
+/// # fn main() -> Result<(), kernels::GpuError> {
+/// let gpu = kernels::Gpu::first()?;
+/// let staging = kernels::SharedStaging::<u64>::new(&gpu);
+/// let data: Vec<u64> = (0..5_000_000).collect();
+/// let mut on_device = gpu.alloc_zeroed::<u64>(data.len())?;
+/// staging.with(1 << 20, |s| s.copy_to_buffer(&data, 1 << 20, &mut on_device, 0))?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct SharedStaging<T> {
+    gpu: Arc<Gpu>,
+    slot: Arc<Mutex<Option<Staging<T>>>>,
+}
+
+impl<T: DeviceRepr + ValidAsZeroBits + Copy + Send + Sync> SharedStaging<T> {
+    /// No staging yet; it is made on `gpu`'s handle at the first [`SharedStaging::with`].
+    pub fn new(gpu: &Arc<Gpu>) -> Self {
+        Self {
+            gpu: Arc::clone(gpu),
+            slot: Arc::default(),
+        }
+    }
+
+    /// Runs `f` on the staging, made (or made again, the old chunks freed first) with chunks
+    /// of at least `chunk_len` elements.
+    ///
+    /// Errors: the allocation's, and whatever `f` returns.
+    pub fn with<R, E: From<GpuError>>(
+        &self,
+        chunk_len: usize,
+        f: impl FnOnce(&mut Staging<T>) -> std::result::Result<R, E>,
+    ) -> std::result::Result<R, E> {
+        let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
+        let staging = match &mut *slot {
+            Some(staging) if staging.capacity() >= chunk_len => staging,
+            stale => {
+                *stale = None;
+                stale.insert(Staging::new(&self.gpu, chunk_len)?)
+            }
+        };
+        f(staging)
     }
 }
 

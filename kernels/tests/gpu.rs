@@ -552,3 +552,63 @@ fn staging_streams_slices_both_ways_in_order() {
         .unwrap();
     assert_eq!(back, words, "a round trip after the errors");
 }
+
+/// `Staging::copy_to_buffer` and `copy_from_buffer` move a slice into and out of a range of a
+/// device buffer, leaving the rest as it was, and refuse a range past the buffer's end before
+/// copying anything; `SharedStaging` makes its staging at the first transfer and again, larger,
+/// for longer chunks, and its clones share it.
+#[test]
+#[ignore = "requires a CUDA GPU"]
+fn staging_copies_ranges_of_buffers_and_grows_when_shared() {
+    let (_pool, gpu) = first_gpu_holding_pool();
+    let shared = kernels::SharedStaging::<u32>::new(&gpu);
+    let clone = shared.clone();
+    let (len, at) = (100_003usize, 777usize);
+    let words = filled(len, 11);
+    let background = filled(len + 2 * at, 12);
+    let mut buffer = gpu.upload(&background).unwrap();
+    shared
+        .with(1_000, |s| s.copy_to_buffer(&words, 1_000, &mut buffer, at))
+        .unwrap();
+    let mut expected = background.clone();
+    expected[at..at + len].copy_from_slice(&words);
+    assert_eq!(buffer.to_host().unwrap(), expected, "uploaded into a range");
+    // A clone sees the staging made with chunks of 1,000 and grows it for 4,099.
+    assert_eq!(
+        clone.with(1, |s| Ok::<_, GpuError>(s.capacity())).unwrap(),
+        1_000
+    );
+    let mut back = vec![0u32; len];
+    clone
+        .with(4_099, |s| s.copy_from_buffer(&buffer, at, &mut back, 4_099))
+        .unwrap();
+    assert_eq!(back, words, "downloaded from a range");
+    assert_eq!(
+        shared.with(1, |s| Ok::<_, GpuError>(s.capacity())).unwrap(),
+        4_099
+    );
+    // Ranges past the end: errors, and nothing written either way.
+    let too_small = |e: &GpuError| matches!(e, GpuError::BufferTooSmall { .. });
+    let err = shared
+        .with(1_000, |s| {
+            s.copy_to_buffer(&words, 1_000, &mut buffer, 2 * at + 1)
+        })
+        .unwrap_err();
+    assert!(too_small(&err), "upload past the end: {err}");
+    assert_eq!(
+        buffer.to_host().unwrap(),
+        expected,
+        "buffer after a refused upload"
+    );
+    let mut untouched = vec![7u32; len];
+    let err = shared
+        .with(1_000, |s| {
+            s.copy_from_buffer(&buffer, usize::MAX, &mut untouched, 1_000)
+        })
+        .unwrap_err();
+    assert!(too_small(&err), "download past the end: {err}");
+    assert!(
+        untouched.iter().all(|&w| w == 7),
+        "slice after a refused download"
+    );
+}

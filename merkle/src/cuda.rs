@@ -29,7 +29,7 @@ use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 
 use kernels::source::Module;
-use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, Staging, ValidAsZeroBits};
+use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, SharedStaging, ValidAsZeroBits};
 
 use crate::digest::Digest;
 use crate::error::Error;
@@ -307,10 +307,10 @@ pub struct Cuda {
     loaded: Arc<Mutex<HashMap<&'static str, HasherKernels>>>,
     /// Bytes per staging chunk if set by [`Cuda::with_staging_bytes`], else the defaults.
     staging_bytes: Option<usize>,
-    /// Page-locked chunks for rows to hash, made at the first transfer.
-    felt_staging: Arc<Mutex<Option<Staging<Felt>>>>,
-    /// Page-locked chunks for leaves and nodes, made at the first transfer.
-    digest_staging: Arc<Mutex<Option<Staging<Digest>>>>,
+    /// Page-locked chunks for rows to hash.
+    felt_staging: SharedStaging<Felt>,
+    /// Page-locked chunks for leaves and nodes.
+    digest_staging: SharedStaging<Digest>,
 }
 
 /// Bytes per staging chunk by default.
@@ -403,11 +403,11 @@ impl Cuda {
     /// The backend on a GPU handle the caller opened (to pick a device or share one).
     pub fn on(gpu: Arc<Gpu>) -> Result<Self, Error> {
         let cuda = Self {
-            gpu,
             loaded: Arc::default(),
             staging_bytes: None,
-            felt_staging: Arc::default(),
-            digest_staging: Arc::default(),
+            felt_staging: SharedStaging::new(&gpu),
+            digest_staging: SharedStaging::new(&gpu),
+            gpu,
         };
         cuda.kernels::<Rp64_256>()?;
         Ok(cuda)
@@ -424,8 +424,8 @@ impl Cuda {
     pub fn with_staging_bytes(&self, bytes: usize) -> Self {
         Self {
             staging_bytes: Some(bytes),
-            felt_staging: Arc::default(),
-            digest_staging: Arc::default(),
+            felt_staging: SharedStaging::new(&self.gpu),
+            digest_staging: SharedStaging::new(&self.gpu),
             ..self.clone()
         }
     }
@@ -442,29 +442,6 @@ impl Cuda {
         items.max(1)
     }
 
-    /// Runs `f` on the staging in `slot`, made (or remade larger) to hold chunks of at least
-    /// `len` elements. Transfers through one backend and its clones take turns.
-    fn with_staging<T, R>(
-        &self,
-        slot: &Mutex<Option<Staging<T>>>,
-        len: usize,
-        f: impl FnOnce(&mut Staging<T>) -> Result<R, Error>,
-    ) -> Result<R, Error>
-    where
-        T: DeviceRepr + ValidAsZeroBits + Copy + Send + Sync,
-    {
-        let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
-        let staging = match &mut *slot {
-            Some(staging) if staging.capacity() >= len => staging,
-            stale => {
-                // The old chunks are freed before the new ones are made.
-                *stale = None;
-                stale.insert(Staging::new(&self.gpu, len)?)
-            }
-        };
-        f(staging)
-    }
-
     /// Digests in a staging chunk for a transfer of `len` digests: no more than it needs.
     fn digests_per_chunk(&self, len: usize) -> usize {
         self.items_per_chunk(size_of::<Digest>(), 1).min(len.max(1))
@@ -478,11 +455,8 @@ impl Cuda {
         offset: usize,
     ) -> Result<(), Error> {
         let chunk = self.digests_per_chunk(leaves.len());
-        self.with_staging(&self.digest_staging, chunk, |staging| {
-            staging.to_device(leaves, chunk, |i, part, len| {
-                nodes.copy_from_device(offset + i * chunk, part, 0, len)
-            })?;
-            Ok(())
+        self.digest_staging.with(chunk, |staging| {
+            Ok(staging.copy_to_buffer(leaves, chunk, nodes, offset)?)
         })
     }
 
@@ -495,11 +469,8 @@ impl Cuda {
         out: &mut [Digest],
     ) -> Result<(), Error> {
         let chunk = self.digests_per_chunk(out.len());
-        self.with_staging(&self.digest_staging, chunk, |staging| {
-            staging.from_device(out, chunk, |i, part, len| {
-                part.copy_from_device(0, nodes, offset + i * chunk, len)
-            })?;
-            Ok(())
+        self.digest_staging.with(chunk, |staging| {
+            Ok(staging.copy_from_buffer(nodes, offset, out, chunk)?)
         })
     }
 
@@ -592,7 +563,7 @@ impl Cuda {
             .items_per_chunk(width.saturating_mul(size_of::<Felt>()), MIN_CHUNK_ROWS)
             .min(rows.max(1));
         let chunk = chunk_rows * width;
-        self.with_staging(&self.felt_staging, chunk, |staging| {
+        self.felt_staging.with(chunk, |staging| {
             staging.to_device(elements, chunk, |i, part, len| {
                 self.launch_hash_rows::<H>(part, len / width, width32, out, first + i * chunk_rows)
             })

@@ -516,17 +516,12 @@ impl Cuda {
             device.copy_to_host(values)?;
             return Ok(());
         }
-        let mut staging = self.value_staging.lock().unwrap_or_else(|p| p.into_inner());
-        let staging = super::made_once(&mut staging, &self.gpu, VALUE_CHUNK)?;
         let mut device = self.gpu.alloc_zeroed::<u64>(values.len())?;
-        staging.to_device(values, VALUE_CHUNK, |i, chunk, len| {
-            device.copy_from_device(i * VALUE_CHUNK, chunk, 0, len)
-        })?;
-        self.batch_device(prp, &mut device, direction)?;
-        staging.from_device(values, VALUE_CHUNK, |i, chunk, len| {
-            chunk.copy_from_device(0, &device, i * VALUE_CHUNK, len)
-        })?;
-        Ok(())
+        self.value_staging.with(VALUE_CHUNK, |staging| {
+            staging.copy_to_buffer(values, VALUE_CHUNK, &mut device, 0)?;
+            self.batch_device(prp, &mut device, direction)?;
+            Ok(staging.copy_from_buffer(&device, 0, values, VALUE_CHUNK)?)
+        })
     }
 }
 

@@ -7,10 +7,10 @@ mod multi_gpu;
 
 pub use multi_gpu::MultiGpu;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crate::source;
-use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, Staging, ValidAsZeroBits};
+use kernels::{DeviceBuffer, DeviceRepr, Gpu, Grid, Kernel, SharedStaging};
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use crate::Keystream;
@@ -73,9 +73,9 @@ impl StreamParams {
 #[derive(Debug, Clone)]
 pub struct Cuda {
     gpu: Arc<Gpu>,
-    staging: Arc<Mutex<Option<Staging<u8>>>>,
+    staging: SharedStaging<u8>,
     /// The same for the values of large host batches (`evaluate.rs`).
-    value_staging: Arc<Mutex<Option<Staging<u64>>>>,
+    value_staging: SharedStaging<u64>,
 }
 
 impl Cuda {
@@ -87,9 +87,9 @@ impl Cuda {
     /// The backend on a GPU handle the caller opened (to pick a device or share one).
     pub fn on(gpu: Arc<Gpu>) -> Self {
         Self {
+            staging: SharedStaging::new(&gpu),
+            value_staging: SharedStaging::new(&gpu),
             gpu,
-            staging: Arc::default(),
-            value_staging: Arc::default(),
         }
     }
 
@@ -152,18 +152,6 @@ impl Cuda {
     }
 }
 
-/// The staging in `slot`, made with chunks of `capacity` elements at its first use.
-fn made_once<'a, T: DeviceRepr + ValidAsZeroBits + Copy + Send + Sync>(
-    slot: &'a mut Option<Staging<T>>,
-    gpu: &Arc<Gpu>,
-    capacity: usize,
-) -> Result<&'a mut Staging<T>, Error> {
-    Ok(match slot {
-        Some(staging) => staging,
-        empty @ None => empty.insert(Staging::new(gpu, capacity)?),
-    })
-}
-
 impl Keystream for Cuda {
     fn name(&self) -> String {
         let info = self.gpu.info();
@@ -184,17 +172,16 @@ impl Keystream for Cuda {
         if out.is_empty() {
             return Ok(());
         }
-        let mut staging = self.staging.lock().unwrap_or_else(|p| p.into_inner());
-        let staging = made_once(&mut staging, &self.gpu, STAGING_BYTES)?;
-        // Chunk i's kernel and transfer are queued, then the host copies chunk i - 1 out
-        // while the GPU works on chunk i.
-        staging.from_device(out, STAGING_BYTES, |i, chunk, len| {
-            let blocks = len.div_ceil(BLOCK_BYTES) as u64;
-            // In range: every block of `out` was checked to fit the 32-bit counter.
-            let first = counter + (i * STAGING_BYTES / BLOCK_BYTES) as u32;
-            self.launch_keystream(stream, first, blocks, chunk)
-        })?;
-        Ok(())
+        self.staging.with(STAGING_BYTES, |staging| {
+            // Chunk i's kernel and transfer are queued, then the host copies chunk i - 1 out
+            // while the GPU works on chunk i.
+            staging.from_device(out, STAGING_BYTES, |i, chunk, len| {
+                let blocks = len.div_ceil(BLOCK_BYTES) as u64;
+                // In range: every block of `out` was checked to fit the 32-bit counter.
+                let first = counter + (i * STAGING_BYTES / BLOCK_BYTES) as u32;
+                self.launch_keystream(stream, first, blocks, chunk)
+            })
+        })
     }
 
     fn keystream_digest<R: Rounds>(
