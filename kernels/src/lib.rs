@@ -14,7 +14,8 @@
 //! - [`CopyQueue`]: a second stream for copies that run while the handle's kernels do, ordered
 //!   with them by [`Mark`]s.
 //! - [`Staging`]: large host slices streamed to and from the device through page-locked
-//!   chunks, at bus speed, while kernels work on the chunk before.
+//!   chunks, at bus speed, while kernels work on the chunk before; [`SharedStaging`], one made
+//!   at a backend's first transfer and shared by its clones.
 //! - [`even_parts`], [`even_parts_of_at_least`], [`on_each`] and [`on_each_part`]: how the
 //!   crates' multi-GPU backends split their work (near-equal consecutive parts, a host thread
 //!   per device, each filling its part of the output). They need no GPU.
