@@ -143,8 +143,8 @@ fn ties_make_the_same_hints_invalid() {
 
 /// The database split by blocks between GPUs (host databases through `generate`, resident
 /// slices through `synthetic_slices` and `generate_slices`) equals the CPU: on the first
-/// 1 ..= all GPUs, and as 2 ..= 5 slices on the first GPU alone, so that a one-GPU machine
-/// runs the split too. The shapes have block counts that the slices do not divide, fewer
+/// 1 ..= all GPUs, as 2 ..= 5 slices on the first GPU alone, so that a one-GPU machine runs
+/// the split too, and as 8 slices over the GPUs in turn (an 8-GPU host's split, issue 38). The shapes have block counts that the slices do not divide, fewer
 /// blocks than slices, and a synthetic alignment of 8 blocks; keys and data are fresh.
 #[test]
 #[ignore = "requires a CUDA GPU"]
@@ -153,6 +153,11 @@ fn database_split_by_blocks_equals_cpu() {
     let first = std::sync::Arc::clone(&all[0]);
     let mut layouts: Vec<_> = (1..=all.len()).map(|k| all[..k].to_vec()).collect();
     layouts.extend((2..=5).map(|k| vec![std::sync::Arc::clone(&first); k]));
+    layouts.push(
+        (0..8)
+            .map(|i| std::sync::Arc::clone(&all[i % all.len()]))
+            .collect(),
+    );
     let seed: u64 = rand::random();
     let master: [u8; 32] = rand::random();
     let key = MasterKey::new(&master);
